@@ -1,0 +1,7 @@
+"""inplace-grader: teach and grade PyTorch in-place semantics.
+
+The library API lives in `grader.engine` (`check_submission`); the CLI in `grader.cli` is a thin
+layer over it.
+"""
+
+__version__ = "0.1.0"

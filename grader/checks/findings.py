@@ -1,0 +1,31 @@
+"""A finding is a verdict as data: passed or not, a message key, and the values to show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The outcome of one check; `key` names the catalog entry that words it for students."""
+
+    passed: bool
+    key: str = "ok"
+    params: dict[str, Any] = field(default_factory=dict)
+    debug: str = ""
+
+
+PASS = Finding(passed=True)
+
+
+def fail(key: str, debug: str = "", **params: Any) -> Finding:
+    return Finding(passed=False, key=key, params=params, debug=debug)
+
+
+def first_failure(findings: list[Finding]) -> Finding:
+    """The first failing finding, else a pass: one message per check keeps feedback short."""
+    for finding in findings:
+        if not finding.passed:
+            return finding
+    return PASS

@@ -1,0 +1,49 @@
+"""Tensor state as data: what the child records about a tensor before and after a call.
+
+The accessors are taken from `torch._C.TensorBase` when this module is imported, before any
+submission is, so a submission that patches `torch.Tensor.data_ptr` or `_version` does not
+change what the grader sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+_TensorBase = torch._C.TensorBase
+_data_ptr = _TensorBase.data_ptr
+_version = _TensorBase._version.__get__
+_is_leaf = _TensorBase.is_leaf.__get__
+_requires_grad = _TensorBase.requires_grad.__get__
+_grad_fn = _TensorBase.grad_fn.__get__
+_detach = _TensorBase.detach
+_clone = _TensorBase.clone
+_to = _TensorBase.to
+
+
+def state(t: torch.Tensor) -> dict[str, Any]:
+    """Pointer, version and autograd status of `t`."""
+    grad_fn = _grad_fn(t)
+    return {
+        "ptr": _data_ptr(t),
+        "version": _version(t),
+        "is_leaf": _is_leaf(t),
+        "requires_grad": _requires_grad(t),
+        "grad_fn": type(grad_fn).__name__ if grad_fn is not None else None,
+        "exact_type": type(t) is torch.Tensor,
+    }
+
+
+def values(t: torch.Tensor) -> torch.Tensor:
+    """A detached CPU copy of `t`'s values (safe to send back to the grading process)."""
+    return _to(_clone(_detach(t)), "cpu")
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise-equal values, NaN equal to NaN (a tensor "left untouched")."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    a, b = values(a), values(b)
+    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all()) if a.is_floating_point() \
+        else bool(torch.equal(a, b))

@@ -1,0 +1,256 @@
+"""The library API: grade one submission and return a `Report`.
+
+Flow: resolve the lab and read the submission (light, fast); start the sandbox worker; import
+the lab (torch) while the worker boots; inspect the submission's API in one child; probe each
+function on each device in its own child; judge the observations here, in the grading process.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader import __version__, feedback
+from grader.checks.findings import Finding, fail
+from grader.labs import check_lab_name, get_lab, infer_lab_name
+from grader.labs.base import CheckSpec, Evidence, Lab
+from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
+from grader.sandbox import Sandbox, UnitOutcome
+from grader.sandbox.protocol import IMPORT_UNIT
+from grader.submission import Submission, load_submission
+
+
+class UsageError(ValueError):
+    """Bad input from the user (lab, path, device, rubric): one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    device: str = "auto"
+    limits: Limits = field(default_factory=Limits)
+    lang: str = "en"
+    rubric_override: RubricOverride | None = None
+
+
+def resolve_devices(choice: str) -> tuple[list[str], list[str]]:
+    """(devices to grade on, devices reported as skipped)."""
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if choice == "cpu":
+        return ["cpu"], [] if has_cuda else ["cuda"]
+    if choice == "cuda":
+        if not has_cuda:
+            raise UsageError("--device cuda: no CUDA device is available here; use --device cpu")
+        return ["cuda"], []
+    if choice == "auto":
+        return (["cpu", "cuda"], []) if has_cuda else (["cpu"], ["cuda"])
+    raise UsageError(f"unknown device {choice!r}; choose auto, cpu or cuda")
+
+
+def effective_rubric(lab: Lab, override: RubricOverride | None) -> Rubric:
+    rubric = lab.rubric()
+    known = {c.id for c in lab.checks}
+    if set(rubric.points) != known:
+        missing = sorted(known - set(rubric.points))
+        raise RuntimeError(f"rubric of lab {lab.name} does not match its checks: {missing}")
+    if override is None:
+        return rubric
+    unknown = sorted(set(override.weights) - known)
+    if unknown:
+        raise UsageError(f"rubric override: unknown check id {unknown[0]!r} "
+                         f"(run `inplace-grader checks --lab {lab.name}` to list them)")
+    unknown_policies = sorted(set(override.policies) - set(rubric.policies))
+    if unknown_policies:
+        raise UsageError(f"rubric override: unknown policy {unknown_policies[0]!r}; "
+                         f"available: {', '.join(sorted(rubric.policies))}")
+    return rubric.model_copy(update={
+        "points": {**rubric.points, **override.weights},
+        "policies": {**rubric.policies, **override.policies},
+    })
+
+
+def check_submission(path: Path, *, lab: str | None = None,
+                     options: CheckOptions | None = None) -> Report:
+    """Grade one submission (file, folder or notebook) in the sandbox; never runs it here."""
+    options = options or CheckOptions()
+    started = time.monotonic()
+    lab_name = check_lab_name(lab) if lab else infer_lab_name(path)
+    if lab_name is None:
+        raise UsageError(f"cannot tell the lab from {path.name!r}; pass --lab "
+                         f"(available: {', '.join(sorted(_lab_files()))})")
+    from grader.labs import LAB_FILES
+
+    submission = load_submission(path, filename=LAB_FILES[lab_name])
+    with Sandbox([lab_name], limits=options.limits) as sandbox:
+        lab_obj = get_lab(lab_name)  # imports torch while the worker boots
+        devices, skipped = resolve_devices(options.device)
+        rubric = effective_rubric(lab_obj, options.rubric_override)
+        checks = _grade(sandbox, lab_obj, submission, devices, rubric, options)
+    checks += _skipped(lab_obj, skipped, rubric, options.lang)
+    import torch
+
+    return Report(
+        lab=lab_name,
+        submission=str(path),
+        score=round(sum(c.score for c in checks), 6),
+        max_score=round(sum(c.max_score for c in checks), 6),
+        checks=checks,
+        protections=list(Sandbox.protections),
+        grader_version=__version__,
+        torch_version=torch.__version__,
+        elapsed_s=round(time.monotonic() - started, 3),
+    )
+
+
+def _lab_files() -> dict[str, str]:
+    from grader.labs import LAB_FILES
+
+    return LAB_FILES
+
+
+def _enabled(check: CheckSpec, rubric: Rubric) -> bool:
+    return check.policy is None or rubric.policies.get(check.policy, True)
+
+
+def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str],
+           rubric: Rubric, options: CheckOptions) -> list[CheckResult]:
+    from grader.checks.policy import static_uses
+
+    target = sandbox.workdir / "submission.py"
+    target.write_text(submission.source, encoding="utf-8")
+    target.chmod(0o644)
+    outcome, record, log = sandbox.run(lab=lab.name, function=IMPORT_UNIT, submission=target)
+    problem = _unit_problem(outcome, record, "import", options.limits, submission)
+    if problem is not None:
+        return [
+            _runtime_result(lab, function, device, problem, rubric, options.lang, log,
+                            include_shared=True)
+            for function in lab.functions for device in devices[:1]
+        ] + [
+            _runtime_result(lab, function, device, problem, rubric, options.lang, log,
+                            include_shared=False)
+            for function in lab.functions for device in devices[1:]
+        ]
+    assert record is not None
+    api = record["api"]
+    static = static_uses(submission.source, package=lab.forbidden_package,
+                         names=list(lab.functions))
+    results: list[CheckResult] = []
+    for function in lab.functions:
+        policy_calls: list[str] = []
+        first_cases: dict[str, Any] = {}
+        for device in devices:
+            outcome, record, log = sandbox.run(lab=lab.name, function=function,
+                                               submission=target, device=device,
+                                               cases=lab.cases(function))
+            problem = _unit_problem(outcome, record, function, options.limits, submission)
+            if problem is not None:
+                results.append(_runtime_result(lab, function, device, problem, rubric,
+                                               options.lang, log, include_shared=False))
+                continue
+            assert record is not None
+            observations = record["observations"]
+            policy_calls += observations.get("policy_calls", [])
+            first_cases = first_cases or observations["cases"]
+            evidence = Evidence(api=api, static_policy=static[function], policy_calls=[],
+                                cases=observations["cases"], device=device)
+            results += [_result(check, device, _judge(check, evidence), rubric, options.lang)
+                        for check in lab.checks_for(function)
+                        if check.per_device and _enabled(check, rubric)]
+        shared = Evidence(api=api, static_policy=static[function], policy_calls=policy_calls,
+                          cases=first_cases)
+        results += [_result(check, "cpu", _judge(check, shared), rubric, options.lang)
+                    for check in lab.checks_for(function)
+                    if not check.per_device and _enabled(check, rubric)]
+    return _ordered(lab, results)
+
+
+def _judge(check: CheckSpec, evidence: Evidence) -> Finding:
+    try:
+        return check.judge(evidence)
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
+        # Observations of an unexpected shape come from a submission that broke the probe.
+        return fail("no_result", function=check.function, debug=repr(exc))
+
+
+def _ordered(lab: Lab, results: list[CheckResult]) -> list[CheckResult]:
+    order = {c.id: i for i, c in enumerate(lab.checks)}
+    return sorted(results, key=lambda r: (lab.functions.index(r.function) if r.function in
+                                          lab.functions else 0, r.device != "cpu",
+                                          order.get(r.id, -1)))
+
+
+def _unit_problem(outcome: UnitOutcome, record: dict[str, Any] | None, function: str,
+                  limits: Limits, submission: Submission) -> Finding | None:
+    if outcome.status == "timeout":
+        return fail("timeout", function=function, timeout=limits.timeout_s)
+    if outcome.status == "signaled":
+        number = outcome.signal or 0
+        name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else "?"
+        return fail("signaled", function=function, signal=number, signal_name=name)
+    if outcome.status == "exited":
+        return fail("exited", function=function, exit_code=outcome.exit_code)
+    if outcome.status == "no_result" or record is None:
+        return fail("no_result", function=function)
+    error = record.get("import_error")
+    if error is not None:
+        return fail("import_error", debug=error.get("traceback", ""),
+                    error_type=error["type"], error=error["message"],
+                    location=error.get("location", ""), filename=submission.path.name)
+    return None
+
+
+def _points(rubric: Rubric, check: CheckSpec) -> float:
+    return float(rubric.points[check.id])
+
+
+def _result(check: CheckSpec, device: str, finding: Finding, rubric: Rubric,
+            lang: str) -> CheckResult:
+    points = _points(rubric, check)
+    wording = feedback.word(finding, lang) if not finding.passed else None
+    return CheckResult(
+        id=check.id, name=feedback.check_name(check.id, lang), function=check.function,
+        kind=check.kind, device=device,  # type: ignore[arg-type]
+        status="passed" if finding.passed else "failed", passed=finding.passed,
+        score=points if finding.passed else 0.0, max_score=points,
+        message=wording.message if wording else "", expected=wording.expected if wording else "",
+        got=wording.got if wording else "", hint=wording.hint if wording else "",
+        debug=finding.debug,
+    )
+
+
+def _runtime_result(lab: Lab, function: str, device: str, problem: Finding, rubric: Rubric,
+                    lang: str, log: str, *, include_shared: bool) -> CheckResult:
+    """One failed `runtime` check worth every point the unit's checks would have earned."""
+    covered: Callable[[CheckSpec], bool] = (
+        (lambda c: True) if include_shared else (lambda c: c.per_device))
+    points = sum(_points(rubric, c) for c in lab.checks_for(function)
+                 if covered(c) and _enabled(c, rubric))
+    wording = feedback.word(problem, lang)
+    return CheckResult(
+        id=f"{function}.runtime", name=feedback.check_name("runtime", lang, function=function),
+        function=function, kind="runtime", device=device,  # type: ignore[arg-type]
+        status="failed", passed=False, score=0.0, max_score=points,
+        message=wording.message.replace("{function}", function), expected=wording.expected,
+        got=wording.got, hint=wording.hint, debug="\n".join(p for p in (problem.debug, log) if p),
+    )
+
+
+def _skipped(lab: Lab, devices: list[str], rubric: Rubric, lang: str) -> list[CheckResult]:
+    skipped = []
+    for device in devices:
+        wording = feedback.word(fail("skipped_device", device=device), lang)
+        skipped += [
+            CheckResult(id=check.id, name=feedback.check_name(check.id, lang),
+                        function=check.function, kind=check.kind,
+                        device=device,  # type: ignore[arg-type]
+                        status="skipped", passed=None, score=0.0, max_score=0.0,
+                        message=wording.message)
+            for check in lab.checks if check.per_device and _enabled(check, rubric)
+        ]
+    return skipped

@@ -1,0 +1,84 @@
+"""The only place that words messages for students, from the catalogs in grader/locales/.
+
+Checks return findings as data (a key and values); this module turns them into text in the
+student's language, so a translation is one TOML file.
+"""
+
+from __future__ import annotations
+
+import locale
+import os
+import string
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from grader.checks.findings import Finding
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+LOCALES = Path(__file__).with_name("locales")
+LANGUAGES = ("en", "ko")
+
+
+@dataclass(frozen=True)
+class Wording:
+    message: str
+    expected: str
+    got: str
+    hint: str
+
+
+class _Lenient(dict):  # type: ignore[type-arg]
+    """Leaves an unknown {placeholder} as written instead of failing a whole report."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def default_language() -> str:
+    """'ko' when the locale says Korean, else 'en'."""
+    for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(variable, "")
+        if value:
+            return "ko" if value.lower().startswith("ko") else "en"
+    code = locale.getlocale()[0] or ""
+    return "ko" if code.lower().startswith("ko") else "en"
+
+
+@cache
+def catalog(lang: str) -> dict[str, Any]:
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; available: {', '.join(LANGUAGES)}")
+    with (LOCALES / f"{lang}.toml").open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def fill(template: str, params: dict[str, Any]) -> str:
+    try:
+        return string.Formatter().vformat(template, (), _Lenient(params))
+    except (ValueError, TypeError, IndexError, KeyError):
+        return template  # a value of the wrong type for its format spec
+
+
+def ui(key: str, lang: str, **params: Any) -> str:
+    return fill(catalog(lang)["ui"][key], params)
+
+
+def check_name(check_id: str, lang: str, **params: Any) -> str:
+    names = catalog(lang)["names"]
+    return fill(names.get(check_id, check_id), params)
+
+
+def word(finding: Finding, lang: str) -> Wording:
+    """Message, expected, got and hint for a failed finding."""
+    entry = catalog(lang)["messages"].get(finding.key)
+    if entry is None:
+        return Wording(finding.key, "", "", "")
+    return Wording(*(fill(entry[part], finding.params)
+                     for part in ("summary", "expected", "got", "hint")))

@@ -1,0 +1,78 @@
+"""Seeded cases, built identically in the sandbox child and in the grading process.
+
+A case is plain JSON-able data (it crosses the process boundary); `build_*` turn it into
+tensors. Inputs are drawn in float64 on the CPU from a seeded generator, then cast and moved, so
+both processes see bit-identical inputs and the reference can be computed from the cast values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+Case = dict[str, Any]
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+
+# Kinds of gradient a zero_grad case gives each parameter.
+GRAD_KINDS = ("normal", "none", "inf_nan", "grad_fn", "noncontig")
+
+
+def _draw(shape: list[int], generator: torch.Generator) -> torch.Tensor:
+    return torch.randn(shape, generator=generator, dtype=torch.float64)
+
+
+def build_params(case: Case, device: str) -> list[torch.Tensor]:
+    """Leaf tensors that require grad, one per shape in the case."""
+    generator = torch.Generator().manual_seed(case["seed"])
+    dtype = DTYPES[case["dtype"]]
+    return [
+        _draw(shape, generator).to(dtype).to(device).requires_grad_()
+        for shape in case["shapes"]
+    ]
+
+
+def build_grad(param: torch.Tensor, kind: str, seed: int) -> torch.Tensor | None:
+    """A gradient for `param` of the given kind (see GRAD_KINDS)."""
+    generator = torch.Generator().manual_seed(seed)
+    shape = list(param.shape)
+    if kind == "none":
+        return None
+    if kind == "noncontig":
+        wide = _draw([*shape[:-1], 2 * shape[-1]], generator)
+        return wide.to(param.dtype).to(param.device)[..., ::2]
+    values = _draw(shape, generator).to(param.dtype).to(param.device)
+    if kind == "inf_nan":
+        flat = values.view(-1)
+        flat[0], flat[-1] = float("inf"), float("nan")
+        if flat.numel() > 2:
+            flat[1] = float("-inf")
+    if kind == "grad_fn":
+        # A create_graph gradient: a non-leaf that carries history.
+        return (param.detach().requires_grad_() * values).mul(2.0)
+    return values
+
+
+def attach_grads(params: list[torch.Tensor], kinds: list[str], seed: int) -> None:
+    for index, (param, kind) in enumerate(zip(params, kinds)):
+        param.grad = build_grad(param, kind, seed * 1000 + index)
+
+
+def step_grads(case: Case, params: list[torch.Tensor], step: int) -> list[torch.Tensor | None]:
+    """Gradients for optimizer step `step` (0-based); some are None or zero by the schedule."""
+    grads: list[torch.Tensor | None] = []
+    for index, param in enumerate(params):
+        if [index, step] in case.get("none_grads", []):
+            grads.append(None)
+            continue
+        grad = build_grad(param, "normal", case["seed"] * 7919 + step * 97 + index)
+        if grad is not None and [index, step] in case.get("zero_grads", []):
+            grad = torch.zeros_like(grad)
+        grads.append(grad)
+    return grads

@@ -1,0 +1,623 @@
+"""Grading-process side of the optim lab: its cases, and the checks that judge observations.
+
+Each judge is a pure function from `Evidence` to a `Finding`; points come from rubric.toml.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from grader.checks.allocation import describe_bytes, full_size_temporaries
+from grader.checks.api import judge_signature
+from grader.checks.findings import PASS, Finding, fail, first_failure
+from grader.checks.numerics import mismatch
+from grader.checks.policy import judge_policy
+from grader.labs.base import CheckSpec, Evidence, Lab
+from grader.labs.optim import reference
+from grader.labs.optim.cases import DTYPES, Case, attach_grads, build_params
+
+# The autograd in-place errors (torch-facts §3): the message is the only way to tell them apart.
+AUTOGRAD_INPLACE_ERROR = re.compile(
+    r"leaf Variable that requires grad is being used in an in-place operation"
+    r"|modified by an inplace operation|is being modified inplace"
+    r"|Inplace update to inference tensor outside InferenceMode"
+)
+
+SHAPES = [[6, 4], [4], [2, 3, 2]]
+STEPS = 12
+
+
+# --- cases ---------------------------------------------------------------------------------
+
+def _zero_grad_cases() -> list[Case]:
+    base = {"probe": "zero_grad", "seed": 11, "dtype": "float32", "iterable": "list",
+            "set_to_none": False}
+    return [
+        {**base, "id": "mixed", "shapes": [[4, 3], [6], [2, 3, 4], [5, 2]],
+         "grads": ["normal", "none", "inf_nan", "noncontig"]},
+        {**base, "id": "default", "set_to_none": None, "shapes": [[3, 2], [7]],
+         "grads": ["normal", "normal"]},
+        {**base, "id": "grad_fn", "shapes": [[3, 3], [4]], "grads": ["grad_fn", "normal"]},
+        {**base, "id": "float16_generator", "dtype": "float16", "iterable": "generator",
+         "shapes": [[8], [2, 2]], "grads": ["inf_nan", "normal"]},
+        {**base, "id": "to_none", "set_to_none": True, "shapes": [[3], [2, 2], [5]],
+         "grads": ["normal", "none", "inf_nan"]},
+    ]
+
+
+def _sgd_step_cases() -> list[Case]:
+    base = {"probe": "sgd_step", "seed": 23, "iterable": "list", "measure": "state"}
+    return [
+        {**base, "id": "float32", "dtype": "float32", "lr": 0.1,
+         "shapes": [[16, 8], [8], [3, 4, 5]], "grads": ["normal", "none", "noncontig"]},
+        {**base, "id": "float64_generator", "dtype": "float64", "lr": 0.01,
+         "iterable": "generator", "shapes": [[10], [2, 5]], "grads": ["normal", "normal"]},
+        {**base, "id": "allocation", "dtype": "float32", "lr": 0.1, "measure": "allocation",
+         "shapes": [[512, 512]], "grads": ["normal"]},
+    ]
+
+
+SGD_CONFIGS: dict[str, dict[str, Any]] = {
+    "plain": {"lr": 0.1},
+    "momentum": {"lr": 0.05, "momentum": 0.9},
+    "dampening": {"lr": 0.05, "momentum": 0.9, "dampening": 0.1},
+    "nesterov": {"lr": 0.05, "momentum": 0.9, "nesterov": True},
+    "weight_decay": {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01},
+    "maximize": {"lr": 0.05, "momentum": 0.5, "weight_decay": 0.02, "maximize": True},
+    "float64_all": {"lr": 0.02, "momentum": 0.8, "weight_decay": 0.05, "nesterov": True,
+                    "maximize": True},
+}
+ADAM_CONFIGS: dict[str, dict[str, Any]] = {
+    "default": {"lr": 1e-2},
+    "weight_decay": {"lr": 1e-2, "weight_decay": 0.1},
+    "betas_eps": {"lr": 5e-3, "betas": [0.8, 0.99], "eps": 1e-6},
+    "float64": {"lr": 1e-2, "betas": [0.9, 0.95]},
+}
+SGD_VALIDATION: list[tuple[dict[str, Any], bool]] = [
+    ({"lr": -0.1}, True),
+    ({"lr": 0.1, "momentum": -0.5}, True),
+    ({"lr": 0.1, "weight_decay": -1e-3}, True),
+    ({"lr": 0.1, "nesterov": True}, True),
+    ({"lr": 0.1, "momentum": 0.9, "dampening": 0.1, "nesterov": True}, True),
+    ({"lr": 0.0}, False),
+    ({"lr": 0.1, "momentum": 0.9, "nesterov": True}, False),
+    ({"lr": 0.1, "momentum": 0.9, "dampening": 0.5}, False),
+]
+ADAM_VALIDATION: list[tuple[dict[str, Any], bool]] = [
+    ({"lr": -1e-3}, True),
+    ({"eps": -1e-8}, True),
+    ({"betas": [1.0, 0.999]}, True),
+    ({"betas": [-0.1, 0.999]}, True),
+    ({"betas": [0.9, 1.0]}, True),
+    ({"weight_decay": -0.1}, True),
+    ({"lr": 0.0}, False),
+    ({"betas": [0.0, 0.0], "eps": 0.0}, False),
+]
+
+
+def _optimizer_cases(cls: str, configs: dict[str, dict[str, Any]],
+                     validation: list[tuple[dict[str, Any], bool]]) -> list[Case]:
+    cases: list[Case] = []
+    for name, config in configs.items():
+        cases.append({
+            "probe": "trajectory", "class": cls, "id": f"trajectory.{name}", "seed": 31,
+            "dtype": "float64" if name.startswith("float64") else "float32",
+            "iterable": "generator" if name in ("plain", "default") else "list",
+            "shapes": SHAPES, "steps": STEPS, "config": config,
+            "none_grads": [[1, 2], [1, 3]] if name in ("plain", "weight_decay", "betas_eps")
+            else [],
+            "zero_grads": [[0, 4]] if name == "weight_decay" else [],
+        })
+    for index, (config, invalid) in enumerate(validation):
+        cases.append({"probe": "validation", "class": cls, "id": f"validation.{index}",
+                      "seed": 5, "dtype": "float32", "shapes": [[2]], "config": config,
+                      "invalid": invalid})
+    cases.append({"probe": "optimizer_zero_grad", "class": cls, "id": "zero_grad", "seed": 7,
+                  "dtype": "float32", "shapes": [[3, 2], [4]],
+                  "config": {"lr": 0.1}})
+    return cases
+
+
+def lab_cases(function: str) -> list[Case]:
+    return {
+        "zero_grad": _zero_grad_cases,
+        "sgd_step": _sgd_step_cases,
+        "SGD": lambda: _optimizer_cases("SGD", SGD_CONFIGS, SGD_VALIDATION),
+        "Adam": lambda: _optimizer_cases("Adam", ADAM_CONFIGS, ADAM_VALIDATION),
+    }[function]()
+
+
+def _case(function: str, case_id: str) -> Case:
+    return next(c for c in lab_cases(function) if c["id"] == case_id)
+
+
+# --- shared judging helpers ------------------------------------------------------------------
+
+def error_finding(error: dict[str, Any], *, function: str, case_id: str) -> Finding:
+    """A finding for a function that raised: not implemented, autograd's error, or other."""
+    debug = error.get("traceback", "")
+    if error["type"] == "NotImplementedError":
+        return fail("not_implemented", debug=debug, function=function)
+    if error["type"] == "RuntimeError" and AUTOGRAD_INPLACE_ERROR.search(error["message"]):
+        return fail("autograd_inplace_error", debug=debug, function=function,
+                    error=error["message"], location=error.get("location", ""))
+    return fail("raised", debug=debug, function=function, case=case_id, error_type=error["type"],
+                error=error["message"], location=error.get("location", ""))
+
+
+def _errors(evidence: Evidence, function: str, case_ids: list[str]) -> Finding:
+    for case_id in case_ids:
+        observed = evidence.cases.get(case_id)
+        if observed is None:
+            return fail("no_observation", function=function, case=case_id)
+        if observed.get("error"):
+            return error_finding(observed["error"], function=function, case_id=case_id)
+    return PASS
+
+
+def _values_finding(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str,
+                    where: str = "") -> Finding:
+    found = mismatch(actual, expected.to(actual.dtype))
+    if found is None:
+        return PASS
+    if found["reason"] == "shape":
+        return fail("shape_mismatch", tensor=tensor, where=where,
+                    expected=found["expected_shape"], got=found["actual_shape"])
+    return fail("values_mismatch", tensor=tensor, where=where, **found)
+
+
+def _ids(function: str, probe: str | None = None, prefix: str = "") -> list[str]:
+    return [c["id"] for c in lab_cases(function)
+            if (probe is None or c["probe"] == probe) and c["id"].startswith(prefix)]
+
+
+# --- zero_grad -----------------------------------------------------------------------------
+
+def _zero_grad_params(evidence: Evidence, *, in_place: bool | None = None):
+    """(case, index, grad kind, observation) for every param of the relevant cases."""
+    for case in lab_cases("zero_grad"):
+        if in_place is not None and (case["set_to_none"] is not True) != in_place:
+            continue
+        observed = evidence.cases.get(case["id"]) or {}
+        for index, observation in enumerate(observed.get("params", [])):
+            yield case, index, case["grads"][index], observation
+
+
+def _zg_cases(in_place: bool | None) -> list[str]:
+    return [c["id"] for c in lab_cases("zero_grad")
+            if in_place is None or (c["set_to_none"] is not True) == in_place]
+
+
+def judge_zero_grad_identity(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "zero_grad", _zg_cases(True))]
+    for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
+        if kind != "none" and not obs["same_object"]:
+            findings.append(fail("grad_replaced", function="zero_grad",
+                                 tensor=f"params[{index}].grad", case=case["id"],
+                                 got="None" if obs["grad_is_none"] else "a new tensor"))
+    return first_failure(findings)
+
+
+def judge_zero_grad_storage(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "zero_grad", _zg_cases(True))]
+    for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
+        if kind == "none":
+            continue
+        alias = obs["alias_values"]
+        if not bool((alias == 0).all()):
+            findings.append(fail("memory_not_zeroed", function="zero_grad",
+                                 tensor=f"params[{index}].grad", case=case["id"]))
+    return first_failure(findings)
+
+
+def judge_zero_grad_numerics(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "zero_grad", _zg_cases(True))]
+    for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
+        if kind == "none" or obs["grad_values"] is None:
+            continue
+        values = obs["grad_values"]
+        findings.append(_values_finding(values, torch.zeros_like(values),
+                                        tensor=f"params[{index}].grad",
+                                        where=f"{kind} grad, case {case['id']}"))
+    return first_failure(findings)
+
+
+def judge_zero_grad_history(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "zero_grad", ["grad_fn"])]
+    for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
+        after = obs["state_after"]
+        if kind == "grad_fn" and after is not None and (after["grad_fn"] or after["requires_grad"]):
+            findings.append(fail("grad_keeps_history", tensor=f"params[{index}].grad",
+                                 grad_fn=after["grad_fn"] or "requires_grad=True"))
+    return first_failure(findings)
+
+
+def judge_zero_grad_missing(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "zero_grad", _zg_cases(None))]
+    for case, index, kind, obs in _zero_grad_params(evidence):
+        if kind == "none" and not obs["grad_is_none"]:
+            findings.append(fail("grad_created", tensor=f"params[{index}].grad", case=case["id"]))
+    return first_failure(findings)
+
+
+def judge_zero_grad_to_none(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "zero_grad", _zg_cases(False))]
+    for case, index, _kind, obs in _zero_grad_params(evidence, in_place=False):
+        if not obs["grad_is_none"]:
+            findings.append(fail("grad_not_none", tensor=f"params[{index}].grad",
+                                 case=case["id"]))
+    return first_failure(findings)
+
+
+def judge_zero_grad_params(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "zero_grad", _zg_cases(None))]
+    for case, index, _kind, obs in _zero_grad_params(evidence):
+        if not obs["param_unchanged"]:
+            findings.append(fail("param_changed", function="zero_grad",
+                                 tensor=f"params[{index}]", case=case["id"]))
+    return first_failure(findings)
+
+
+# --- sgd_step ------------------------------------------------------------------------------
+
+def _sgd_step_expected(case: Case) -> list[torch.Tensor]:
+    params = build_params(case, "cpu")
+    attach_grads(params, case["grads"], case["seed"])
+    return [e.to(DTYPES[case["dtype"]]) for e in reference.sgd_step_result(params, case["lr"])]
+
+
+def _sgd_step_params(evidence: Evidence):
+    for case in lab_cases("sgd_step"):
+        if case["measure"] != "state":
+            continue
+        observed = evidence.cases.get(case["id"]) or {}
+        for index, obs in enumerate(observed.get("params", [])):
+            yield case, index, obs
+
+
+STATE_CASES = ["float32", "float64_generator"]
+
+
+def judge_sgd_step_values(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
+    expected = {c["id"]: _sgd_step_expected(c) for c in lab_cases("sgd_step")
+                if c["measure"] == "state"}
+    for case, index, obs in _sgd_step_params(evidence):
+        findings.append(_values_finding(obs["values"], expected[case["id"]][index],
+                                        tensor=f"params[{index}]",
+                                        where=f"{case['dtype']}, lr={case['lr']}"))
+    return first_failure(findings)
+
+
+def judge_sgd_step_storage(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
+    expected = {c["id"]: _sgd_step_expected(c) for c in lab_cases("sgd_step")
+                if c["measure"] == "state"}
+    for case, index, obs in _sgd_step_params(evidence):
+        if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
+            findings.append(fail("storage_replaced", tensor=f"params[{index}]"))
+            continue
+        if case["grads"][index] == "none":
+            continue
+        want = expected[case["id"]][index]
+        if mismatch(obs["alias_values"], want) is not None:
+            findings.append(fail("writes_elsewhere", tensor=f"params[{index}]"))
+    return first_failure(findings)
+
+
+def judge_sgd_step_version(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
+    for case, index, obs in _sgd_step_params(evidence):
+        if case["grads"][index] == "none":
+            continue
+        if obs["state_after"]["version"] <= obs["state_before"]["version"]:
+            findings.append(fail("version_unchanged", tensor=f"params[{index}]",
+                                 version=obs["state_before"]["version"]))
+    return first_failure(findings)
+
+
+def _history_findings(function: str, observed_params: list[tuple[int, dict[str, Any]]]):
+    for index, obs in observed_params:
+        after = obs["state_after"]
+        if not (after["is_leaf"] and after["requires_grad"] and after["grad_fn"] is None):
+            yield fail("param_history", function=function, tensor=f"params[{index}]",
+                       is_leaf=after["is_leaf"], requires_grad=after["requires_grad"],
+                       grad_fn=after["grad_fn"] or "None")
+
+
+def judge_sgd_step_autograd(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
+    findings += _history_findings("sgd_step", [(i, o) for _, i, o in _sgd_step_params(evidence)])
+    return first_failure(findings)
+
+
+def judge_sgd_step_allocation(evidence: Evidence) -> Finding:
+    error = _errors(evidence, "sgd_step", ["allocation"])
+    if not error.passed:
+        return error
+    observed = evidence.cases["allocation"]
+    big = full_size_temporaries(observed["allocations"], numel=observed["numel"])
+    if big:
+        first = big[0]
+        return fail("full_size_temporary", function="sgd_step", op=first["op"],
+                    size=describe_bytes(first["nbytes"]), dtype=first["dtype"],
+                    count=len(big), tensor="params[0]")
+    return PASS
+
+
+def judge_sgd_step_grad(evidence: Evidence) -> Finding:
+    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
+    for _case, index, obs in _sgd_step_params(evidence):
+        if not obs["grad_untouched"]:
+            findings.append(fail("grad_modified", function="sgd_step",
+                                 tensor=f"params[{index}].grad"))
+    return first_failure(findings)
+
+
+# --- SGD and Adam --------------------------------------------------------------------------
+
+def _trajectory(cls: str, case: Case) -> list[list[torch.Tensor]]:
+    build = reference.sgd_trajectory if cls == "SGD" else reference.adam_trajectory
+    return build(case)
+
+
+def _trajectory_observed(evidence: Evidence, case_id: str, cls: str) -> tuple[Finding, list]:
+    observed = evidence.cases.get(case_id)
+    if observed is None:
+        return fail("no_observation", function=cls, case=case_id), []
+    if observed.get("error"):
+        return error_finding(observed["error"], function=cls, case_id=case_id), []
+    for step, record in enumerate(observed["steps"]):
+        if record.get("error"):
+            finding = error_finding(record["error"], function=f"{cls}.step", case_id=case_id)
+            return Finding(False, finding.key, {**finding.params, "step": step + 1},
+                           finding.debug), observed["steps"]
+    return PASS, observed["steps"]
+
+
+def judge_trajectory(cls: str, name: str):
+    case_id = f"trajectory.{name}"
+
+    def judge(evidence: Evidence) -> Finding:
+        case = _case(cls, case_id)
+        problem, steps = _trajectory_observed(evidence, case_id, cls)
+        if not problem.passed:
+            return problem
+        expected = _trajectory(cls, case)
+        for step, record in enumerate(steps):
+            for index, obs in enumerate(record["params"]):
+                want = expected[step][index].to(DTYPES[case["dtype"]])
+                found = _values_finding(obs["values"], want, tensor=f"params[{index}]",
+                                        where=f"step {step + 1}")
+                if not found.passed:
+                    config = ", ".join(f"{k}={v}" for k, v in case["config"].items())
+                    return Finding(False, "trajectory_mismatch",
+                                   {**found.params, "cls": cls, "config": config,
+                                    "step": step + 1})
+        return PASS
+
+    return judge
+
+
+def _trajectory_ids(cls: str) -> list[str]:
+    return _ids(cls, "trajectory")
+
+
+def _all_step_params(evidence: Evidence, cls: str):
+    for case_id in _trajectory_ids(cls):
+        observed = evidence.cases.get(case_id) or {}
+        for step, record in enumerate(observed.get("steps", [])):
+            for index, obs in enumerate(record["params"]):
+                yield case_id, step, index, obs
+
+
+def _trajectory_errors(evidence: Evidence, cls: str) -> Finding:
+    return first_failure([_trajectory_observed(evidence, c, cls)[0] for c in _trajectory_ids(cls)])
+
+
+def judge_params_in_place(cls: str):
+    def judge(evidence: Evidence) -> Finding:
+        findings = [_trajectory_errors(evidence, cls)]
+        for case_id, step, index, obs in _all_step_params(evidence, cls):
+            if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
+                findings.append(fail("storage_replaced", tensor=f"params[{index}]",
+                                     where=f"{cls}.step(), step {step + 1}, {case_id}"))
+        return first_failure(findings)
+
+    return judge
+
+
+def judge_version(cls: str):
+    def judge(evidence: Evidence) -> Finding:
+        findings = [_trajectory_errors(evidence, cls)]
+        for _case_id, step, index, obs in _all_step_params(evidence, cls):
+            if obs["had_grad"] and obs["state_after"]["version"] <= obs["state_before"]["version"]:
+                findings.append(fail("version_unchanged", tensor=f"params[{index}]",
+                                     version=obs["state_before"]["version"],
+                                     where=f"{cls}.step(), step {step + 1}"))
+        return first_failure(findings)
+
+    return judge
+
+
+def judge_history(cls: str):
+    def judge(evidence: Evidence) -> Finding:
+        findings = [_trajectory_errors(evidence, cls)]
+        findings += _history_findings(f"{cls}.step", [(i, o) for *_, i, o in
+                                                      _all_step_params(evidence, cls)])
+        return first_failure(findings)
+
+    return judge
+
+
+def judge_grad_untouched(cls: str):
+    def judge(evidence: Evidence) -> Finding:
+        findings = [_trajectory_errors(evidence, cls)]
+        for case_id, step, index, obs in _all_step_params(evidence, cls):
+            if not obs["grad_untouched"]:
+                config = _case(cls, case_id)["config"]
+                findings.append(fail("grad_modified", function=f"{cls}.step",
+                                     tensor=f"params[{index}].grad",
+                                     where=f"step {step + 1}, "
+                                     + ", ".join(f"{k}={v}" for k, v in config.items())))
+        return first_failure(findings)
+
+    return judge
+
+
+def judge_state(cls: str, keys: tuple[str, ...]):
+    def judge(evidence: Evidence) -> Finding:
+        findings = [_trajectory_errors(evidence, cls)]
+        for case_id, step, index, obs in _all_step_params(evidence, cls):
+            case = _case(cls, case_id)
+            if cls == "SGD" and not case["config"].get("momentum"):
+                continue
+            if not obs["had_grad"] and step == 0:
+                continue
+            state = obs["state"]
+            where = f"step {step + 1}"
+            if state.get("missing"):
+                findings.append(fail("state_missing", cls=cls, key=keys[0], where=where))
+                continue
+            for key in keys:
+                entry = state.get(key)
+                if entry is None:
+                    findings.append(fail("state_missing", cls=cls, key=key, where=where))
+                elif not entry["same_object"]:
+                    findings.append(fail("state_replaced", cls=cls, key=key, where=where,
+                                         tensor=f"params[{index}]"))
+                elif not entry["same_ptr"]:
+                    findings.append(fail("state_storage_replaced", cls=cls, key=key,
+                                         where=where, tensor=f"params[{index}]"))
+            if cls == "Adam":
+                expected_steps = sum(
+                    1 for s in range(step + 1) if [index, s] not in case.get("none_grads", [])
+                )
+                if state.get("step") != float(expected_steps):
+                    findings.append(fail("state_step", cls=cls, expected=expected_steps,
+                                         got=state.get("step"), where=where))
+        return first_failure(findings)
+
+    return judge
+
+
+def judge_validation(cls: str):
+    def judge(evidence: Evidence) -> Finding:
+        for case in lab_cases(cls):
+            if case["probe"] != "validation":
+                continue
+            observed = evidence.cases.get(case["id"]) or {"raised": None}
+            raised = observed.get("raised")
+            args = ", ".join(f"{k}={v}" for k, v in case["config"].items())
+            if case["invalid"] and raised is None:
+                return fail("validation_missing", cls=cls, args=args)
+            if case["invalid"] and "ValueError" not in raised["bases"]:
+                return fail("validation_wrong_type", cls=cls, args=args,
+                            error_type=raised["type"])
+            if not case["invalid"] and raised is not None:
+                if raised["type"] == "NotImplementedError":
+                    return fail("not_implemented", function=cls)
+                return fail("validation_spurious", cls=cls, args=args, error_type=raised["type"],
+                            error=raised["message"])
+        return PASS
+
+    return judge
+
+
+def judge_optimizer_zero_grad(cls: str):
+    def judge(evidence: Evidence) -> Finding:
+        observed = evidence.cases.get("zero_grad")
+        if observed is None:
+            return fail("no_observation", function=cls, case="zero_grad")
+        if observed.get("error"):
+            return error_finding(observed["error"], function=f"{cls}.zero_grad",
+                                 case_id="zero_grad")
+        if not observed["default_all_none"]:
+            return fail("optimizer_zero_grad_default", cls=cls)
+        if not observed["kept_and_zeroed"]:
+            return fail("optimizer_zero_grad_in_place", cls=cls)
+        return PASS
+
+    return judge
+
+
+# --- api and policy --------------------------------------------------------------------------
+
+SIGNATURES: dict[str, tuple[str, list[tuple[str, str | None]], tuple[str, ...]]] = {
+    "zero_grad": ("function", [("params", None), ("set_to_none", "False")], ()),
+    "sgd_step": ("function", [("params", None), ("lr", None)], ()),
+    "SGD": ("class", [("params", None), ("lr", None), ("momentum", "0.0"),
+                      ("dampening", "0.0"), ("weight_decay", "0.0"), ("nesterov", "False"),
+                      ("maximize", "False")], ("step", "zero_grad")),
+    "Adam": ("class", [("params", None), ("lr", "0.001"), ("betas", "(0.9, 0.999)"),
+                       ("eps", "1e-08"), ("weight_decay", "0.0")], ("step", "zero_grad")),
+}
+
+
+def judge_api(function: str):
+    kind, parameters, methods = SIGNATURES[function]
+
+    def judge(evidence: Evidence) -> Finding:
+        return judge_signature(evidence.api.get(function), name=function, kind=kind,
+                               parameters=parameters, methods=methods)
+
+    return judge
+
+
+def judge_no_optim(evidence: Evidence) -> Finding:
+    return judge_policy(package="torch.optim", static=evidence.static_policy,
+                        calls=evidence.policy_calls)
+
+
+def _checks() -> tuple[CheckSpec, ...]:
+    checks = [
+        CheckSpec("zero_grad.signature", "api", judge_api("zero_grad"), per_device=False),
+        CheckSpec("zero_grad.keeps_grad_object", "identity", judge_zero_grad_identity),
+        CheckSpec("zero_grad.zeroes_own_memory", "storage", judge_zero_grad_storage),
+        CheckSpec("zero_grad.exact_zeros", "numerics", judge_zero_grad_numerics),
+        CheckSpec("zero_grad.detaches_history", "autograd", judge_zero_grad_history),
+        CheckSpec("zero_grad.missing_grads_stay_none", "identity", judge_zero_grad_missing),
+        CheckSpec("zero_grad.set_to_none", "identity", judge_zero_grad_to_none),
+        CheckSpec("zero_grad.params_untouched", "side_effect", judge_zero_grad_params),
+        CheckSpec("sgd_step.signature", "api", judge_api("sgd_step"), per_device=False),
+        CheckSpec("sgd_step.values", "numerics", judge_sgd_step_values),
+        CheckSpec("sgd_step.same_storage", "storage", judge_sgd_step_storage),
+        CheckSpec("sgd_step.version_advances", "version", judge_sgd_step_version),
+        CheckSpec("sgd_step.no_history", "autograd", judge_sgd_step_autograd),
+        CheckSpec("sgd_step.no_full_size_temporary", "allocation", judge_sgd_step_allocation),
+        CheckSpec("sgd_step.grad_untouched", "side_effect", judge_sgd_step_grad),
+    ]
+    for cls, configs, keys in (("SGD", SGD_CONFIGS, ("momentum_buffer",)),
+                               ("Adam", ADAM_CONFIGS, ("exp_avg", "exp_avg_sq"))):
+        checks.append(CheckSpec(f"{cls}.signature", "api", judge_api(cls), per_device=False))
+        checks.append(CheckSpec(f"{cls}.validation", "api", judge_validation(cls),
+                                per_device=False))
+        checks += [CheckSpec(f"{cls}.trajectory.{name}", "numerics", judge_trajectory(cls, name))
+                   for name in configs]
+        checks += [
+            CheckSpec(f"{cls}.params_in_place", "storage", judge_params_in_place(cls)),
+            CheckSpec(f"{cls}.version_advances", "version", judge_version(cls)),
+            CheckSpec(f"{cls}.no_history", "autograd", judge_history(cls)),
+            CheckSpec(f"{cls}.state_kept", "identity", judge_state(cls, keys)),
+            CheckSpec(f"{cls}.grad_untouched", "side_effect", judge_grad_untouched(cls)),
+            CheckSpec(f"{cls}.zero_grad", "identity", judge_optimizer_zero_grad(cls)),
+        ]
+    checks += [CheckSpec(f"{name}.no_torch_optim", "policy", judge_no_optim, per_device=False,
+                         policy="torch_optim")
+               for name in ("zero_grad", "sgd_step", "SGD", "Adam")]
+    return tuple(checks)
+
+
+LAB = Lab(
+    name="optim",
+    filename="optimizer.py",
+    functions=("zero_grad", "sgd_step", "SGD", "Adam"),
+    checks=_checks(),
+    cases=lab_cases,
+    forbidden_package="torch.optim",
+    rubric_path=Path(__file__).with_name("rubric.toml"),
+)

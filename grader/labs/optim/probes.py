@@ -1,0 +1,232 @@
+"""Child side of the optim lab: run the submission on each case and record what happened.
+
+Everything returned is plain data or CPU tensors; no verdict is made here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from grader.checks import tensors
+from grader.checks.allocation import AllocationTracker
+from grader.checks.api import describe_module
+from grader.checks.policy import CallRecorder
+from grader.labs.optim.cases import Case, attach_grads, build_params, step_grads
+from grader.sandbox.child import describe_exception
+
+LAB_NAMES = ["zero_grad", "sgd_step", "SGD", "Adam"]
+FORBIDDEN_PACKAGE = "torch.optim"
+STATE_KEYS = {"SGD": ("momentum_buffer",), "Adam": ("exp_avg", "exp_avg_sq")}
+
+_recorder = CallRecorder(FORBIDDEN_PACKAGE)
+
+
+def prepare() -> None:
+    """Runs in the child before the submission is imported."""
+    _recorder.install()
+
+
+def describe_api(module: ModuleType) -> dict[str, Any]:
+    return describe_module(module, LAB_NAMES)
+
+
+def probe(module: ModuleType, function: str, *, device: str, cases: list[Case]) -> dict[str, Any]:
+    target = getattr(module, function, None)
+    observed: dict[str, Any] = {}
+    _recorder.reset()
+    for case in cases:
+        if target is None:
+            observed[case["id"]] = {"error": {"type": "AttributeError", "message":
+                                              f"no {function}", "location": "", "traceback": ""}}
+            continue
+        runner = _PROBES[case["probe"]]
+        observed[case["id"]] = runner(target, case, device)
+    return {"cases": observed, "policy_calls": list(_recorder.calls)}
+
+
+def _iterable(params: list[torch.Tensor], how: str) -> Iterable[torch.Tensor]:
+    return (p for p in params) if how == "generator" else list(params)
+
+
+def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, dict | None]:
+    try:
+        return func(*args, **kwargs), None
+    except BaseException as exc:  # sys.exit in a function is that function's failure
+        return None, describe_exception(exc)
+
+
+def _kwargs(case: Case, key: str) -> dict[str, Any]:
+    return {} if case.get(key) is None else {key: case[key]}
+
+
+# --- zero_grad ---------------------------------------------------------------------------
+
+def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str) -> dict[str, Any]:
+    params = build_params(case, device)
+    attach_grads(params, case["grads"], case["seed"])
+    grads = [p.grad for p in params]
+    aliases = [None if g is None else tensors._detach(g) for g in grads]
+    before = [None if g is None else tensors.state(g) for g in grads]
+    param_values = [tensors.values(p) for p in params]
+    param_versions = [tensors._version(p) for p in params]
+    returned, error = _call(zero_grad, _iterable(params, case["iterable"]),
+                            **_kwargs(case, "set_to_none"))
+    after = []
+    for index, p in enumerate(params):
+        grad, original = p.grad, grads[index]
+        after.append({
+            "grad_is_none": grad is None,
+            "same_object": grad is original and original is not None,
+            "state_before": before[index],
+            "state_after": None if grad is None else tensors.state(grad),
+            "grad_values": None if grad is None else tensors.values(grad),
+            "alias_values": None if aliases[index] is None else tensors.values(aliases[index]),
+            "param_unchanged": tensors.same_values(p, param_values[index])
+            and tensors._version(p) == param_versions[index],
+        })
+    return {"error": error, "returned_none": returned is None, "params": after}
+
+
+# --- sgd_step ----------------------------------------------------------------------------
+
+def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str) -> dict[str, Any]:
+    params = build_params(case, device)
+    attach_grads(params, case["grads"], case["seed"])
+    if case.get("measure") == "allocation":
+        with torch.no_grad(), AllocationTracker() as tracker:
+            _, error = _call(sgd_step, _iterable(params, case["iterable"]), case["lr"])
+        return {"error": error, "allocations": tracker.events,
+                "numel": max(p.numel() for p in params)}
+    grads = [p.grad for p in params]
+    grad_values = [None if g is None else tensors.values(g) for g in grads]
+    grad_states = [None if g is None else tensors.state(g) for g in grads]
+    aliases = [tensors._detach(p) for p in params]
+    before = [tensors.state(p) for p in params]
+    returned, error = _call(sgd_step, _iterable(params, case["iterable"]), case["lr"])
+    after = []
+    for index, p in enumerate(params):
+        grad = p.grad
+        after.append({
+            "state_before": before[index],
+            "state_after": tensors.state(p),
+            "values": tensors.values(p),
+            "alias_values": tensors.values(aliases[index]),
+            "grad_untouched": _grad_untouched(grad, grads[index], grad_values[index],
+                                              grad_states[index]),
+        })
+    return {"error": error, "returned_none": returned is None, "params": after}
+
+
+def _grad_untouched(grad: torch.Tensor | None, original: torch.Tensor | None,
+                    original_values: torch.Tensor | None, original_state: dict | None) -> bool:
+    if original is None or original_values is None or original_state is None:
+        return grad is None
+    return (grad is original and tensors.same_values(grad, original_values)
+            and tensors._version(grad) == original_state["version"])
+
+
+# --- SGD and Adam ------------------------------------------------------------------------
+
+def probe_optimizer_trajectory(cls: type, case: Case, device: str) -> dict[str, Any]:
+    params = build_params(case, device)
+    optimizer, error = _call(cls, _iterable(params, case["iterable"]), **case["config"])
+    steps: list[dict[str, Any]] = []
+    kept_state: dict[tuple[int, str], tuple[torch.Tensor, int]] = {}
+    for step in range(case["steps"] if error is None else 0):
+        grads = step_grads(case, params, step)
+        for p, g in zip(params, grads):
+            p.grad = g
+        grad_values = [None if g is None else tensors.values(g) for g in grads]
+        grad_versions = [None if g is None else tensors._version(g) for g in grads]
+        before = [tensors.state(p) for p in params]
+        _, error = _call(optimizer.step)
+        record: dict[str, Any] = {"params": [], "error": error}
+        for index, p in enumerate(params):
+            grad = grads[index]
+            record["params"].append({
+                "values": tensors.values(p),
+                "state_before": before[index],
+                "state_after": tensors.state(p),
+                "had_grad": grad is not None,
+                "grad_untouched": grad is None or (
+                    p.grad is grad and tensors.same_values(grad, grad_values[index])
+                    and tensors._version(grad) == grad_versions[index]),
+                "state": _optimizer_state(optimizer, p, index, step, kept_state, case["class"]),
+            })
+        steps.append(record)
+        if error is not None:
+            break
+    return {"error": error if not steps else None, "steps": steps}
+
+
+def _optimizer_state(optimizer: Any, p: torch.Tensor, index: int, step: int,
+                     kept: dict[tuple[int, str], tuple[torch.Tensor, int]],
+                     kind: str) -> dict[str, Any]:
+    """Which state entries exist for `p`, and whether each kept its identity and memory.
+
+    Identity is judged from the step after which torch's own optimizer keeps the buffer: the
+    second step for SGD (the first one creates it by cloning), the first step for Adam.
+    """
+    try:
+        entry = optimizer.state[p]
+    except BaseException:
+        return {"missing": True}
+    if not isinstance(entry, dict):
+        return {"missing": True}
+    reference_step = 1 if kind == "SGD" else 0
+    found: dict[str, Any] = {"missing": False}
+    for key in STATE_KEYS.get(kind, ()):
+        value = entry.get(key)
+        if not isinstance(value, torch.Tensor):
+            found[key] = None
+            continue
+        if step == reference_step:
+            kept[(index, key)] = (value, tensors._data_ptr(value))
+        first = kept.get((index, key))
+        found[key] = {
+            "same_object": first is None or value is first[0],
+            "same_ptr": first is None or tensors._data_ptr(value) == first[1],
+        }
+    if "step" in entry:
+        raw = entry["step"]
+        try:
+            found["step"] = float(raw.item() if isinstance(raw, torch.Tensor) else raw)
+        except BaseException:
+            found["step"] = None
+    return found
+
+
+def probe_optimizer_validation(cls: type, case: Case, device: str) -> dict[str, Any]:
+    params = build_params(case, device)
+    _, error = _call(cls, list(params), **case["config"])
+    return {"error": None, "raised": error}
+
+
+def probe_optimizer_zero_grad(cls: type, case: Case, device: str) -> dict[str, Any]:
+    params = build_params(case, device)
+    optimizer, error = _call(cls, list(params), **case["config"])
+    if error is not None:
+        return {"error": error}
+    attach_grads(params, ["normal"] * len(params), case["seed"])
+    _, error = _call(optimizer.zero_grad)
+    default_all_none = all(p.grad is None for p in params)
+    attach_grads(params, ["normal"] * len(params), case["seed"])
+    grads = [p.grad for p in params]
+    if error is None:
+        _, error = _call(optimizer.zero_grad, set_to_none=False)
+    kept = all(p.grad is g for p, g in zip(params, grads))
+    zeros = all(p.grad is not None and bool((tensors.values(p.grad) == 0).all()) for p in params)
+    return {"error": error, "default_all_none": default_all_none, "kept_and_zeroed": kept and zeros}
+
+
+_PROBES: dict[str, Callable[[Any, Case, str], dict[str, Any]]] = {
+    "zero_grad": probe_zero_grad,
+    "sgd_step": probe_sgd_step,
+    "trajectory": probe_optimizer_trajectory,
+    "validation": probe_optimizer_validation,
+    "optimizer_zero_grad": probe_optimizer_zero_grad,
+}

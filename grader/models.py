@@ -1,0 +1,119 @@
+"""Report and rubric models: the data every front end and exporter shares.
+
+The models know no output format; exporters and renderers turn them into text, JSON, CSV, ...
+JSON Schema comes free from pydantic (`Report.model_json_schema()`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+CheckKind = Literal[
+    "api",
+    "identity",
+    "storage",
+    "version",
+    "numerics",
+    "allocation",
+    "side_effect",
+    "autograd",
+    "policy",
+    "runtime",
+]
+Device = Literal["cpu", "cuda"]
+Status = Literal["passed", "failed", "skipped"]
+
+
+class CheckResult(BaseModel):
+    """One graded property of one lab function on one device."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="Stable identifier, `function.check`; rubric keys use it.")
+    name: str
+    function: str
+    kind: CheckKind
+    device: Device
+    status: Status
+    passed: bool | None = Field(description="None when the check was skipped.")
+    score: float
+    max_score: float
+    message: str = ""
+    expected: str = ""
+    got: str = ""
+    hint: str = ""
+    debug: str = Field(default="", description="Traceback or stderr tail; shown with --debug.")
+
+
+class Report(BaseModel):
+    """The result of grading one submission (SPEC: the JSON report)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lab: str
+    submission: str = ""
+    score: float
+    max_score: float
+    checks: list[CheckResult]
+    protections: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="Submission-wide messages.")
+    grader_version: str
+    torch_version: str
+    elapsed_s: float
+
+    @property
+    def all_passed(self) -> bool:
+        return all(c.status != "failed" for c in self.checks)
+
+    @property
+    def return_code(self) -> int:
+        """0 when every graded check passed, 1 otherwise (STYLE: exit codes in one place)."""
+        return 0 if self.all_passed else 1
+
+
+class Limits(BaseModel):
+    """Resource limits for each unit of untrusted work (one lab function on one device)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_s: float = Field(default=60.0, gt=0)
+    memory_bytes: int = Field(default=4 * 1024**3, gt=0)
+    file_size_bytes: int = Field(default=64 * 1024**2, gt=0)
+    open_files: int = Field(default=256, gt=16)
+
+
+class Rubric(BaseModel):
+    """Points per check of one lab, keyed by check id, and which policies are enforced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lab: str
+    points: dict[str, float]
+    policies: dict[str, bool] = Field(default_factory=dict)
+
+    @field_validator("points")
+    @classmethod
+    def _non_negative(cls, points: dict[str, float]) -> dict[str, float]:
+        bad = [key for key, value in points.items() if value < 0]
+        if bad:
+            raise ValueError(f"points must be >= 0: {', '.join(bad)}")
+        return points
+
+
+class RubricOverride(BaseModel):
+    """An instructor's file: new weights for some checks, policies switched on or off."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weights: dict[str, float] = Field(default_factory=dict)
+    policies: dict[str, bool] = Field(default_factory=dict)
+
+    @field_validator("weights")
+    @classmethod
+    def _non_negative(cls, weights: dict[str, float]) -> dict[str, float]:
+        bad = [key for key, value in weights.items() if value < 0]
+        if bad:
+            raise ValueError(f"weights must be >= 0: {', '.join(bad)}")
+        return weights
