@@ -144,6 +144,7 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
     for function in lab.functions:
         policy_calls: list[str] = []
         first_cases: dict[str, Any] = {}
+        unit_keys: list[str] = []
         for device in devices:
             outcome, record, log = sandbox.run(lab=lab.name, function=function,
                                                submission=target, device=device,
@@ -159,14 +160,21 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
             first_cases = first_cases or observations["cases"]
             evidence = Evidence(api=api, static_policy=static[function], policy_calls=[],
                                 cases=observations["cases"], device=device)
-            results += [_result(check, device, _judge(check, evidence), rubric, options.lang)
-                        for check in lab.checks_for(function)
-                        if check.per_device and _enabled(check, rubric)]
+            for check in lab.checks_for(function):
+                if check.per_device and _enabled(check, rubric):
+                    finding = _judge(check, evidence)
+                    unit_keys.append(finding.key)
+                    results.append(_result(check, device, finding, rubric, options.lang))
         shared = Evidence(api=api, static_policy=static[function], policy_calls=policy_calls,
                           cases=first_cases)
-        results += [_result(check, "cpu", _judge(check, shared), rubric, options.lang)
-                    for check in lab.checks_for(function)
-                    if not check.per_device and _enabled(check, rubric)]
+        # A function whose every check says "not implemented" earns no api or policy points.
+        not_implemented = bool(unit_keys) and all(k == "not_implemented" for k in unit_keys)
+        results += [
+            _result(check, "cpu", fail("not_implemented", function=function) if not_implemented
+                    else _judge(check, shared), rubric, options.lang)
+            for check in lab.checks_for(function)
+            if not check.per_device and _enabled(check, rubric)
+        ]
     return _ordered(lab, results)
 
 

@@ -513,14 +513,14 @@ def judge_validation(cls: str):
             observed = evidence.cases.get(case["id"]) or {"raised": None}
             raised = observed.get("raised")
             args = ", ".join(f"{k}={v}" for k, v in case["config"].items())
+            if raised is not None and raised["type"] == "NotImplementedError":
+                return fail("not_implemented", function=cls)
             if case["invalid"] and raised is None:
                 return fail("validation_missing", cls=cls, args=args)
             if case["invalid"] and "ValueError" not in raised["bases"]:
                 return fail("validation_wrong_type", cls=cls, args=args,
                             error_type=raised["type"])
             if not case["invalid"] and raised is not None:
-                if raised["type"] == "NotImplementedError":
-                    return fail("not_implemented", function=cls)
                 return fail("validation_spurious", cls=cls, args=args, error_type=raised["type"],
                             error=raised["message"])
         return PASS
@@ -534,8 +534,7 @@ def judge_optimizer_zero_grad(cls: str):
         if observed is None:
             return fail("no_observation", function=cls, case="zero_grad")
         if observed.get("error"):
-            return error_finding(observed["error"], function=f"{cls}.zero_grad",
-                                 case_id="zero_grad")
+            return error_finding(observed["error"], function=cls, case_id="zero_grad")
         if not observed["default_all_none"]:
             return fail("optimizer_zero_grad_default", cls=cls)
         if not observed["kept_and_zeroed"]:

@@ -1,0 +1,137 @@
+"""Command line: parse, call the library, render, exit. No grading logic lives here.
+
+Exit codes (one place): 0 every check passed, 1 a check failed, 2 usage error, 3 internal error.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+from rich.console import Console
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _usage_error(message: str) -> None:
+    click.echo(f"inplace-grader: error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _load_override(path: Path | None):  # -> RubricOverride | None
+    from grader.labs.base import tomllib
+    from grader.models import RubricOverride
+
+    if path is None:
+        return None
+    try:
+        with path.open("rb") as handle:
+            return RubricOverride.model_validate(tomllib.load(handle))
+    except OSError as exc:
+        _usage_error(f"{path}: cannot read the rubric file ({exc.strerror})")
+    except tomllib.TOMLDecodeError as exc:
+        _usage_error(f"{path}: not valid TOML ({exc})")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        _usage_error(f"{path}: {where}: {first['msg']} (keys: weights, policies)")
+    return None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="inplace-grader")
+def main() -> None:
+    """Grade PyTorch in-place semantics: identity, storage, version counter, allocations."""
+
+
+@main.command()
+@click.argument("submission", type=click.Path(path_type=Path))
+@click.option("--lab", help="Lab name (default: inferred from the file name).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.option("--lang", type=click.Choice(["en", "ko"]), default=None,
+              help="Language of the feedback (default: from the locale).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, help="Wall-time limit per function's checks, in seconds.")
+@click.option("--memory", "memory_mib", type=click.IntRange(min=256), default=4096,
+              show_default=True, help="Memory limit per function, in MiB.")
+@click.option("--rubric", "rubric_path", type=click.Path(path_type=Path),
+              help="Instructor TOML file: [weights] per check id, [policies] on/off.")
+@click.option("--debug", is_flag=True, help="Show tracebacks and the submission's output.")
+def check(submission: Path, lab: str | None, device: str, output_format: str,
+          lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
+          debug: bool) -> None:
+    """Grade one submission (a .py file, a folder or a notebook)."""
+    from grader import feedback
+    from grader.engine import CheckOptions, UsageError, check_submission
+    from grader.labs import UnknownLabError
+    from grader.models import Limits
+    from grader.render import render_text
+    from grader.submission import SubmissionError
+
+    lang = lang or feedback.default_language()
+    options = CheckOptions(device=device, lang=lang,
+                           limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
+                           rubric_override=_load_override(rubric_path))
+    try:
+        report = check_submission(submission, lab=lab, options=options)
+    except (UsageError, UnknownLabError, SubmissionError) as exc:
+        _usage_error(str(exc))
+    except Exception as exc:  # an internal error: one line unless --debug
+        if debug:
+            raise
+        click.echo(f"inplace-grader: internal error: {exc.__class__.__name__}: {exc} "
+                   "(run again with --debug and report it)", err=True)
+        sys.exit(EXIT_INTERNAL)
+    if output_format == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        render_text(report, Console(highlight=False), lang=lang, debug=debug)
+    sys.exit(report.return_code)
+
+
+@main.command("checks")
+@click.option("--lab", required=True)
+def list_checks(lab: str) -> None:
+    """List a lab's check ids, kinds and points (the keys a --rubric file may set)."""
+    from grader.labs import UnknownLabError, get_lab
+
+    try:
+        lab_obj = get_lab(lab)
+    except UnknownLabError as exc:
+        _usage_error(str(exc))
+    rubric = lab_obj.rubric()
+    for spec in lab_obj.checks:
+        device = "per device" if spec.per_device else "once"
+        click.echo(f"{spec.id:40} {spec.kind:12} {rubric.points[spec.id]:>4g}  {device}")
+
+
+@main.command()
+@click.option("--check", "check_only", is_flag=True,
+              help="Only report stubs that differ from the solutions (exit 1).")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
+              show_default=True, help="Project root holding solutions/ and assignments/.")
+def stubs(check_only: bool, root: Path) -> None:
+    """Generate assignments/ from solutions/ (solution regions become NotImplementedError)."""
+    from grader.stubs import sync_stubs
+
+    if not (root / "solutions").is_dir():
+        _usage_error(f"{root}: no solutions/ folder here; pass --root PROJECT")
+    changed = sync_stubs(root / "solutions", root / "assignments", write=not check_only)
+    for path in changed:
+        click.echo(f"{'differs' if check_only else 'wrote'}: {path}")
+    sys.exit(EXIT_FAILED if check_only and changed else EXIT_OK)
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of the report that `check --format json` prints."""
+    import json
+
+    from grader.models import Report
+
+    click.echo(json.dumps(Report.model_json_schema(), indent=2))

@@ -1,0 +1,68 @@
+"""The terminal report a student reads at a glance: a table, then each failure explained."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from grader import feedback
+from grader.models import CheckResult, Report
+
+MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim")}
+
+
+def render_text(report: Report, console: Console, *, lang: str, debug: bool = False) -> None:
+    graded = [c for c in report.checks if c.status != "skipped"]
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table.add_column("")
+    table.add_column(feedback.ui("check", lang))
+    table.add_column("device", style="dim")
+    table.add_column(feedback.ui("points", lang), justify="right")
+    for check in graded:
+        mark, color = MARKS[check.status]
+        table.add_row(Text(mark, style=color), check.name, check.device,
+                      f"{check.score:g}/{check.max_score:g}")
+    console.print(table)
+    failed = [c for c in graded if c.status == "failed"]
+    groups: dict[tuple[str, ...], list[CheckResult]] = {}
+    for check in failed:  # one explanation for checks that failed for the same reason
+        key = (check.function, check.message, check.expected, check.got, check.hint)
+        groups.setdefault(key, []).append(check)
+    for same in groups.values():
+        console.print()
+        _print_failure(console, same[0], lang=lang, debug=debug, count=len(same))
+    console.print()
+    for device, count in Counter(c.device for c in report.checks
+                                 if c.status == "skipped").items():
+        console.print(feedback.ui("skipped_device", lang, count=count, device=device),
+                      style="dim")
+    console.print(Text(feedback.ui("title", lang, lab=report.lab, score=report.score,
+                                   max_score=report.max_score), style="bold"))
+    summary = (feedback.ui("all_passed", lang) if not failed
+               else feedback.ui("some_failed", lang, failed=len(failed), total=len(graded)))
+    console.print(summary, style="green" if not failed else "red")
+    if failed and not debug and any(c.debug for c in failed):
+        console.print(feedback.ui("debug_hint", lang), style="dim")
+
+
+def _print_failure(console: Console, check: CheckResult, *, lang: str, debug: bool,
+                   count: int) -> None:
+    heading = Text("✗ ", style="red")
+    heading.append(check.message or check.name, style="bold")
+    if count > 1:
+        heading.append(f"  ({feedback.ui('failed_checks', lang, count=count)})", style="dim")
+    if check.device != "cpu":
+        heading.append(f"  [{check.device}]", style="dim")
+    console.print(heading)
+    width = max(len(feedback.ui(k, lang)) for k in ("expected", "got", "hint")) + 1
+    for key, value in (("expected", check.expected), ("got", check.got), ("hint", check.hint)):
+        if value:
+            label = f"{feedback.ui(key, lang) + ':':<{width}}"
+            line = Text(f"    {label} ", style="dim")
+            line.append(value, style="yellow" if key == "hint" else "")
+            console.print(line)
+    if debug and check.debug:
+        console.print(Text(check.debug.rstrip(), style="dim"), markup=False)
