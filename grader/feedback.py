@@ -35,10 +35,10 @@ class Wording:
 
 
 class _Lenient(dict):  # type: ignore[type-arg]
-    """Leaves an unknown {placeholder} as written instead of failing a whole report."""
+    """An unknown {placeholder} becomes empty instead of failing a whole report."""
 
     def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
+        return ""
 
 
 def default_language() -> str:

@@ -19,8 +19,8 @@ class Finding:
 PASS = Finding(passed=True)
 
 
-def fail(key: str, debug: str = "", **params: Any) -> Finding:
-    return Finding(passed=False, key=key, params=params, debug=debug)
+def fail(message_key: str, debug: str = "", **params: Any) -> Finding:
+    return Finding(passed=False, key=message_key, params=params, debug=debug)
 
 
 def first_failure(findings: list[Finding]) -> Finding:
