@@ -1,0 +1,105 @@
+"""The command line end to end: exit codes, one JSON object, text report, usage errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.models import Report
+from tests.conftest import SOLUTION, STUB
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_solution_gets_full_marks_as_one_json_object() -> None:
+    result = run("check", str(SOLUTION), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    report = Report.model_validate_json(result.stdout)  # exactly one object, nothing else
+    assert report.score == report.max_score > 0
+    assert report.lab == "optim"
+    assert {c.kind for c in report.checks} >= {"api", "identity", "storage", "version",
+                                               "numerics", "allocation", "side_effect",
+                                               "autograd", "policy"}
+
+
+def test_stub_scores_zero_with_not_implemented_and_exit_1() -> None:
+    result = run("check", str(STUB), "--format", "json", "--lang", "en")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["score"] == 0.0 and report["max_score"] > 0
+    graded = [c for c in report["checks"] if c["status"] != "skipped"]
+    assert all("not implemented" in c["message"] for c in graded)
+
+
+def test_text_report_marks_and_explains_failures(tmp_path: Path) -> None:
+    buggy = Path(__file__).parents[1] / "examples" / "optim" / "buggy" / "optimizer.py"
+    result = run("check", str(buggy), "--lang", "en")
+    assert result.returncode == 1
+    assert "✓" in result.stdout and "✗" in result.stdout
+    assert "aten::mul created a 1.0 MB float32 tensor" in result.stdout
+    assert "expected:" in result.stdout and "hint:" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_korean_feedback() -> None:
+    result = run("check", str(STUB), "--lang", "ko")
+    assert result.returncode == 1
+    assert "구현" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["check", "missing.py"], "no such file"),
+    (["check", str(SOLUTION), "--lab", "nope"], "unknown lab 'nope'; available: optim"),
+    (["check", str(Path(__file__))], "cannot tell the lab"),
+    (["check", str(SOLUTION), "--rubric", "missing.toml"], "cannot read the rubric file"),
+])
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stdout == ""
+
+
+def test_rubric_override_changes_weights_and_switches_a_policy_off(tmp_path: Path) -> None:
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text('[weights]\n"sgd_step.values" = 10\n[policies]\ntorch_optim = false\n')
+    report = Report.model_validate_json(
+        run("check", str(SOLUTION), "--format", "json", "--rubric", str(rubric)).stdout)
+    values = next(c for c in report.checks if c.id == "sgd_step.values")
+    assert values.max_score == 10
+    assert not [c for c in report.checks if c.kind == "policy"]
+
+
+def test_rubric_override_with_an_unknown_check_is_a_usage_error(tmp_path: Path) -> None:
+    rubric = tmp_path / "rubric.toml"
+    rubric.write_text('[weights]\n"sgd_step.typo" = 1\n')
+    result = run("check", str(SOLUTION), "--rubric", str(rubric))
+    assert result.returncode == 2
+    assert "unknown check id 'sgd_step.typo'" in result.stderr
+
+
+def test_folder_and_notebook_submissions(tmp_path: Path, solution_source: str) -> None:
+    import nbformat
+
+    folder = tmp_path / "alice"
+    folder.mkdir()
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# My optimizer"),
+                      nbformat.v4.new_code_cell("%matplotlib inline"),
+                      nbformat.v4.new_code_cell(solution_source)]
+    nbformat.write(notebook, folder / "optimizer.ipynb")
+    result = run("check", str(folder), "--format", "json")
+    assert result.returncode == 0, result.stdout[-2000:]
+
+
+def test_schema_is_the_report_schema() -> None:
+    result = run("schema")
+    assert json.loads(result.stdout)["title"] == "Report"
