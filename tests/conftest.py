@@ -36,7 +36,8 @@ def make_submission(tmp_path: Path, solution_source: str):
             assert old in source, old
             source = source.replace(old, new)
         path = tmp_path / "optimizer.py"
-        path.write_text(prelude + source)
+        future = "from __future__ import annotations\n"
+        path.write_text(source.replace(future, future + prelude, 1))
         return path
 
     return make

@@ -1,0 +1,99 @@
+"""A hang, an exit or a crash costs only the function that did it; import failures score 0."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from grader.engine import CheckOptions, check_submission
+from grader.models import Limits
+
+ZERO_GRAD_BODY = "    for p in params:\n        if p.grad is None:\n            continue\n"
+
+
+def grade(path: Path, timeout_s: float = 60.0):
+    options = CheckOptions(device="cpu", limits=Limits(timeout_s=timeout_s), lang="en")
+    return check_submission(path, lab="optim", options=options)
+
+
+def by_function(report, function: str):
+    return [c for c in report.checks if c.function == function and c.status != "skipped"]
+
+
+def test_a_hang_costs_only_that_function(make_submission) -> None:
+    path = make_submission((ZERO_GRAD_BODY, "    while True:\n        pass\n" + ZERO_GRAD_BODY))
+    started = time.monotonic()
+    report = grade(path, timeout_s=3)
+    assert time.monotonic() - started < 60
+    zero_grad = by_function(report, "zero_grad")
+    runtime = [c for c in zero_grad if c.kind == "runtime"]
+    assert len(runtime) == 1 and "did not finish within 3 s" in runtime[0].message
+    assert all(c.status == "passed" for c in by_function(report, "sgd_step"))
+    # SGD and Adam call zero_grad from their own zero_grad method, so they hang too.
+    failed = [c for c in report.checks if c.status == "failed"]
+    assert {c.kind for c in failed} == {"runtime"}
+    assert {c.function for c in failed} == {"zero_grad", "SGD", "Adam"}
+    assert report.score == report.max_score - sum(c.max_score for c in failed) > 0
+
+
+def test_a_hang_that_catches_base_exception_is_still_stopped(make_submission) -> None:
+    loop = ("    while True:\n        try:\n            time.sleep(10)\n"
+            "        except BaseException:\n            pass\n")
+    path = make_submission(("import torch\n", "import time\nimport torch\n"),
+                           (ZERO_GRAD_BODY, loop + ZERO_GRAD_BODY))
+    report = grade(path, timeout_s=2)
+    failed = [c.kind for c in by_function(report, "zero_grad") if c.status == "failed"]
+    assert failed == ["runtime"]
+
+
+def test_exit_inside_a_function_costs_only_that_function(make_submission) -> None:
+    path = make_submission(("import torch\n", "import os\nimport torch\n"),
+                           ("    with torch.no_grad():\n        for p in params:",
+                            "    os._exit(0)\n    with torch.no_grad():\n        for p in params:"))
+    report = grade(path)
+    sgd_step = by_function(report, "sgd_step")
+    assert [c.kind for c in sgd_step if c.status == "failed"] == ["runtime"]
+    assert "ended the Python process" in next(c.message for c in sgd_step if c.kind == "runtime")
+    assert all(c.status == "passed" for c in by_function(report, "zero_grad"))
+
+
+def test_sys_exit_at_import_scores_zero_with_a_message(make_submission) -> None:
+    path = make_submission(prelude="import sys\nsys.exit(0)\n")
+    report = grade(path)
+    assert report.score == 0 and report.max_score > 0
+    assert {c.kind for c in report.checks if c.status == "failed"} == {"runtime"}
+    assert "could not be imported: SystemExit" in report.checks[0].message
+
+
+def test_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "optimizer.py"
+    path.write_text("import torch\n\ndef zero_grad(params, set_to_none=False)\n    pass\n")
+    report = grade(path)
+    assert report.score == 0
+    assert "SyntaxError" in report.checks[0].message and "line 3" in report.checks[0].got
+
+
+def test_no_process_started_by_the_submission_outlives_its_grading(
+        make_submission, tmp_path: Path) -> None:
+    pid_file = tmp_path / "daemon.pid"
+    spawn = ("    import subprocess\n"
+             "    child = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+             f"    open({str(pid_file)!r}, 'w').write(str(child.pid))\n")
+    path = make_submission((ZERO_GRAD_BODY, spawn + ZERO_GRAD_BODY))
+    grade(path)
+    pid = int(pid_file.read_text())
+    time.sleep(0.2)
+    try:
+        os.kill(pid, 0)  # our own test's descendant: only probed, never signalled
+        alive = Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except ProcessLookupError:
+        alive = False
+    assert not alive
+
+
+def test_student_output_never_reaches_the_report(make_submission) -> None:
+    path = make_submission(prelude='print(\'{"lab": "optim", "score": 999}\')\n')
+    report = grade(path)
+    assert report.score == report.max_score
+    assert report.max_score < 999
