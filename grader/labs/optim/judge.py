@@ -510,7 +510,9 @@ def judge_validation(cls: str):
         for case in lab_cases(cls):
             if case["probe"] != "validation":
                 continue
-            observed = evidence.cases.get(case["id"]) or {"raised": None}
+            observed = evidence.cases.get(case["id"])
+            if observed is None:
+                return fail("no_observation", function=cls, case=case["id"])
             raised = observed.get("raised")
             args = ", ".join(f"{k}={v}" for k, v in case["config"].items())
             if raised is not None and raised["type"] == "NotImplementedError":

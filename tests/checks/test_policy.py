@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import pytest
+
+from grader.checks.policy import static_uses
+
+NAMES = ["zero_grad", "SGD"]
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nclass SGD(torch.optim.Optimizer):\n    pass\n",
+    "from torch import optim\nclass SGD:\n    def step(self):\n        optim.SGD([], lr=1)\n",
+    "import torch.optim as O\nclass SGD:\n    def step(self):\n        O.sgd.sgd\n",
+    "from torch.optim import SGD as S\nclass SGD(S):\n    pass\n",
+    "import torch\nclass SGD:\n    def step(self):\n        getattr(torch, 'optim')\n",
+    "import importlib\nclass SGD:\n    def step(self):\n"
+    "        importlib.import_module('torch.optim.sgd')\n",
+    "import torch as T\ndef helper():\n    return T.optim\nclass SGD:\n"
+    "    def step(self):\n        helper()\n",
+])
+def test_each_route_to_torch_optim_is_attributed_to_its_user(source: str) -> None:
+    uses = static_uses(source, package="torch.optim", names=NAMES)
+    assert uses["SGD"] and not uses["zero_grad"]
+
+
+def test_docstrings_and_unrelated_names_are_not_uses() -> None:
+    source = ('import torch\nclass SGD:\n    """Like `torch.optim.SGD`."""\n'
+              "    def step(self):\n        self.optim = 1\n")
+    assert static_uses(source, package="torch.optim", names=NAMES) == {"zero_grad": [], "SGD": []}
