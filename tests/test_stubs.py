@@ -12,7 +12,8 @@ def test_committed_stubs_match_the_solutions() -> None:
 
 
 def test_a_region_becomes_not_implemented_at_its_indentation() -> None:
-    source = 'def f(x):\n    """Doc."""\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n'
+    source = ('def f(x):\n    """Doc."""\n'
+              '    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n')
     assert make_stub(source) == (
         'def f(x):\n    """Doc."""\n    # YOUR CODE HERE\n    raise NotImplementedError\n')
 

@@ -68,7 +68,9 @@ def judge_signature(
     got_text = _signature_text(name, [(p["name"], _default(p)) for p in got])
     for position, (param_name, default) in enumerate(parameters):
         found = got_by_name.get(param_name)
-        if found is None or (found["kind"] == "POSITIONAL_OR_KEYWORD" and got.index(found) != position):
+        misplaced = found is not None and found["kind"] == "POSITIONAL_OR_KEYWORD" and (
+            got.index(found) != position)
+        if found is None or misplaced:
             return fail("api_signature", name=name, expected=expected_text, got=got_text)
         if default is not None and _default(found) != default:
             return fail("api_default", name=name, parameter=param_name, expected=default,

@@ -45,7 +45,9 @@ def mismatch(
     e = expected.detach().to("cpu", torch.float64)
     if a.numel() == 0:
         return None
-    both_nan = torch.isnan(a) & torch.isnan(e) if equal_nan else torch.zeros_like(a, dtype=torch.bool)
+    both_nan = torch.isnan(a) & torch.isnan(e)
+    if not equal_nan:
+        both_nan = torch.zeros_like(both_nan)
     same_inf = torch.isinf(e) & (a == e)
     diff = (a - e).abs()
     allowed = atol + rtol * e.abs()
@@ -55,7 +57,8 @@ def mismatch(
         return None
     diff = torch.where(bad, diff, torch.zeros_like(diff)).nan_to_num(nan=math.inf)
     flat = int(torch.argmax(diff))
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape)) if a.dim() else ()
+    index = (tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape))
+             if a.dim() else ())
     return {
         "reason": "values",
         "mismatched": count,

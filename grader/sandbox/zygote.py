@@ -11,6 +11,7 @@ Protocol: one `Unit` JSON line in on stdin, one `UnitOutcome` JSON line out on s
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import os
@@ -58,10 +59,8 @@ def kill_leftovers() -> int:
             except ProcessLookupError:
                 pass
         for pid in pids:
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
     return killed
 
 
@@ -95,15 +94,12 @@ def run_one(unit: Unit) -> UnitOutcome:
         child_main(unit)  # never returns
     status = wait_with_timeout(pid, unit.timeout_s)
     timed_out = status is None
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)  # the child's session: everything it started in it
-    except (ProcessLookupError, PermissionError):
-        pass
-    if timed_out:
+    if status is None:
         _, status = os.waitpid(pid, 0)
     leftovers = kill_leftovers()
     wall = time.monotonic() - started
-    assert status is not None
     if timed_out:
         return UnitOutcome(unit_id=unit.unit_id, status="timeout", wall_s=wall,
                            leftover_processes=leftovers)
@@ -123,7 +119,8 @@ def main() -> None:
     import torch  # noqa: F401 - paid once, inherited by every child
 
     for lab in sys.argv[1:]:
-        importlib.import_module(f"grader.labs.{lab}.probes")
+        probes = importlib.import_module(f"grader.labs.{lab}.probes")
+        probes.warm_up()  # pay one-time lazy imports once, not in every child
     protocol_out.write('{"ready": true}\n')
     for line in sys.stdin:
         if not line.strip():

@@ -16,7 +16,7 @@ def torch_trajectory(case: dict) -> list[list[torch.Tensor]]:
     optimizer = getattr(torch.optim, case["class"])(params, **config)
     trajectory = []
     for step in range(case["steps"]):
-        for p, g in zip(params, step_grads(case, build_params(case, "cpu"), step)):
+        for p, g in zip(params, step_grads(case, build_params(case, "cpu"), step), strict=True):
             p.grad = None if g is None else g.double()
         optimizer.step()
         trajectory.append([p.detach().clone() for p in params])

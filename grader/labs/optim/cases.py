@@ -60,7 +60,7 @@ def build_grad(param: torch.Tensor, kind: str, seed: int) -> torch.Tensor | None
 
 
 def attach_grads(params: list[torch.Tensor], kinds: list[str], seed: int) -> None:
-    for index, (param, kind) in enumerate(zip(params, kinds)):
+    for index, (param, kind) in enumerate(zip(params, kinds, strict=True)):
         param.grad = build_grad(param, kind, seed * 1000 + index)
 
 

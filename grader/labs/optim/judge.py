@@ -228,7 +228,7 @@ def judge_zero_grad_numerics(evidence: Evidence) -> Finding:
 
 def judge_zero_grad_history(evidence: Evidence) -> Finding:
     findings = [_errors(evidence, "zero_grad", ["grad_fn"])]
-    for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
+    for _case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
         after = obs["state_after"]
         if kind == "grad_fn" and after is not None and (after["grad_fn"] or after["requires_grad"]):
             findings.append(fail("grad_keeps_history", tensor=f"params[{index}].grad",

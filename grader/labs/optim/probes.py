@@ -30,6 +30,16 @@ def prepare() -> None:
     _recorder.install()
 
 
+def warm_up() -> None:
+    """Runs once in the zygote: tiny ops only (no OpenMP region, no CUDA), so forking stays safe.
+
+    The first dispatch mode in a process imports half a second of modules; children inherit
+    them instead of each paying it.
+    """
+    with torch.no_grad(), AllocationTracker():
+        torch.zeros(2).add_(torch.ones(2), alpha=-0.1)
+
+
 def describe_api(module: ModuleType) -> dict[str, Any]:
     return describe_module(module, LAB_NAMES)
 
@@ -138,7 +148,7 @@ def probe_optimizer_trajectory(cls: type, case: Case, device: str) -> dict[str, 
     kept_state: dict[tuple[int, str], tuple[torch.Tensor, int]] = {}
     for step in range(case["steps"] if error is None else 0):
         grads = step_grads(case, params, step)
-        for p, g in zip(params, grads):
+        for p, g in zip(params, grads, strict=True):
             p.grad = g
         grad_values = [None if g is None else tensors.values(g) for g in grads]
         grad_versions = [None if g is None else tensors._version(g) for g in grads]
@@ -218,7 +228,7 @@ def probe_optimizer_zero_grad(cls: type, case: Case, device: str) -> dict[str, A
     grads = [p.grad for p in params]
     if error is None:
         _, error = _call(optimizer.zero_grad, set_to_none=False)
-    kept = all(p.grad is g for p, g in zip(params, grads))
+    kept = all(p.grad is g for p, g in zip(params, grads, strict=True))
     zeros = all(p.grad is not None and bool((tensors.values(p.grad) == 0).all()) for p in params)
     return {"error": error, "default_all_none": default_all_none, "kept_and_zeroed": kept and zeros}
 
