@@ -7,6 +7,7 @@ function on each device in its own child; judge the observations here, in the gr
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from collections.abc import Callable
@@ -75,8 +76,13 @@ def effective_rubric(lab: Lab, override: RubricOverride | None) -> Rubric:
 
 
 def check_submission(path: Path, *, lab: str | None = None,
-                     options: CheckOptions | None = None) -> Report:
-    """Grade one submission (file, folder or notebook) in the sandbox; never runs it here."""
+                     options: CheckOptions | None = None,
+                     sandbox: Sandbox | None = None) -> Report:
+    """Grade one submission (file, folder or notebook) in the sandbox; never runs it here.
+
+    Pass a running `sandbox` to grade many submissions with one worker (its labs must include
+    this one); otherwise a worker is started and stopped for this submission.
+    """
     options = options or CheckOptions()
     started = time.monotonic()
     if not path.exists():
@@ -88,7 +94,9 @@ def check_submission(path: Path, *, lab: str | None = None,
     from grader.labs import LAB_FILES
 
     submission = load_submission(path, filename=LAB_FILES[lab_name])
-    with Sandbox([lab_name], limits=options.limits) as sandbox:
+    with contextlib.ExitStack() as stack:
+        if sandbox is None:
+            sandbox = stack.enter_context(Sandbox([lab_name]))
         lab_obj = get_lab(lab_name)  # imports torch while the worker boots
         devices, skipped = resolve_devices(options.device)
         rubric = effective_rubric(lab_obj, options.rubric_override)
@@ -123,10 +131,9 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
            rubric: Rubric, options: CheckOptions) -> list[CheckResult]:
     from grader.checks.policy import static_uses
 
-    target = sandbox.workdir / "submission.py"
-    target.write_text(submission.source, encoding="utf-8")
-    target.chmod(0o644)
-    outcome, record, log = sandbox.run(lab=lab.name, function=IMPORT_UNIT, submission=target)
+    target = sandbox.new_submission_file(submission.source)
+    outcome, record, log = sandbox.run(lab=lab.name, function=IMPORT_UNIT, submission=target,
+                                       limits=options.limits)
     problem = _unit_problem(outcome, record, "import", options.limits, submission)
     if problem is not None:
         return [
@@ -150,7 +157,8 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
         for device in devices:
             outcome, record, log = sandbox.run(lab=lab.name, function=function,
                                                submission=target, device=device,
-                                               cases=lab.cases(function))
+                                               cases=lab.cases(function),
+                                               limits=options.limits)
             problem = _unit_problem(outcome, record, function, options.limits, submission)
             if problem is not None:
                 results.append(_runtime_result(lab, function, device, problem, rubric,

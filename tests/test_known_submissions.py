@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader.engine import CheckOptions, check_submission
+from grader.sandbox import Sandbox
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -33,9 +34,16 @@ def expected_failures(path: Path) -> set[tuple[str, str]]:
     return {(function, kind) for function, kind in data["fails"]}
 
 
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(sorted({p.parent.name for p in CASES})) as running:
+        yield running
+
+
 @pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
-def test_submission_gets_expected_verdicts(path: Path) -> None:
-    report = check_submission(path, lab=path.parent.name, options=CheckOptions(device="cpu"))
+def test_submission_gets_expected_verdicts(path: Path, sandbox: Sandbox) -> None:
+    report = check_submission(path, lab=path.parent.name, options=CheckOptions(device="cpu"),
+                              sandbox=sandbox)
     failed = {(c.function, c.kind) for c in report.checks if c.status == "failed"}
     assert failed == expected_failures(path), "\n".join(
         f"{c.id}: {c.message}" for c in report.checks if c.status == "failed")

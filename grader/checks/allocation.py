@@ -10,6 +10,7 @@ numel terms and counts, by policy). Measure versions in a separate call: under a
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import torch
@@ -52,6 +53,26 @@ class AllocationTracker(TorchDispatchMode):
         return out
 
 
+class HostMemoryMeter:
+    """Peak Python-heap bytes (tracemalloc) during a call: sees numpy detours, which neither
+    the dispatch mode nor the profiler can (torch-facts §2); torch's own allocations are not
+    counted here, so the two meters do not overlap."""
+
+    def __enter__(self) -> HostMemoryMeter:
+        self.peak_bytes = 0
+        self._was_tracing = tracemalloc.is_tracing()
+        if not self._was_tracing:
+            tracemalloc.start()
+        tracemalloc.reset_peak()
+        self._base = tracemalloc.get_traced_memory()[0]
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.peak_bytes = max(0, tracemalloc.get_traced_memory()[1] - self._base)
+        if not self._was_tracing:
+            tracemalloc.stop()
+
+
 def _op_name(func: Any) -> str:
     schema = getattr(func, "_schema", None)
     return schema.name if schema is not None else str(func)
@@ -62,6 +83,11 @@ def full_size_temporaries(events: list[dict[str, Any]], *, numel: int) -> list[d
     if numel == 0:
         return []
     return [e for e in events if e["numel"] >= FULL_SIZE_FRACTION * numel]
+
+
+def host_temporary(peak_bytes: int, *, nbytes: int) -> bool:
+    """A Python-heap peak at least half the size of the updated tensor (a numpy copy)."""
+    return nbytes > 0 and peak_bytes >= FULL_SIZE_FRACTION * nbytes
 
 
 def describe_bytes(nbytes: int) -> str:

@@ -48,8 +48,7 @@ class Sandbox:
 
     protections = ("separate process", "process group kill", "child subreaper", "rlimits")
 
-    def __init__(self, labs: list[str], *, limits: Limits) -> None:
-        self.limits = limits
+    def __init__(self, labs: list[str]) -> None:
         self._workdir = tempfile.TemporaryDirectory(prefix="inplace-grader-")
         self.workdir = Path(self._workdir.name)
         os.chmod(self.workdir, 0o700)
@@ -76,6 +75,16 @@ class Sandbox:
     ) -> None:
         self.close()
 
+    def new_submission_file(self, source: str) -> Path:
+        """A fresh folder holding `submission.py` (the name tracebacks are filtered by)."""
+        self._counter += 1
+        folder = self.workdir / f"submission{self._counter}"
+        folder.mkdir(mode=0o755)
+        target = folder / "submission.py"
+        target.write_text(source, encoding="utf-8")
+        target.chmod(0o644)
+        return target
+
     def _read_line(self) -> str:
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
@@ -97,10 +106,12 @@ class Sandbox:
         submission: Path,
         device: str = "cpu",
         cases: list[dict[str, Any]] | None = None,
+        limits: Limits | None = None,
     ) -> tuple[UnitOutcome, dict[str, Any] | None, str]:
         """Run one unit; return its outcome, the child's record (None if none) and its log."""
         import torch
 
+        limits = limits or Limits()
         self._wait_ready()
         self._counter += 1
         unit_dir = self.workdir / f"unit{self._counter}"
@@ -115,10 +126,10 @@ class Sandbox:
             log_path=str(unit_dir / "output.log"),
             nonce=secrets.token_hex(16),
             cases=cases or [],
-            timeout_s=self.limits.timeout_s,
-            memory_bytes=self.limits.memory_bytes,
-            file_size_bytes=self.limits.file_size_bytes,
-            open_files=self.limits.open_files,
+            timeout_s=limits.timeout_s,
+            memory_bytes=limits.memory_bytes,
+            file_size_bytes=limits.file_size_bytes,
+            open_files=limits.open_files,
         )
         assert self._proc.stdin is not None
         self._proc.stdin.write(unit.model_dump_json() + "\n")

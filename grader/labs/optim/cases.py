@@ -74,5 +74,7 @@ def step_grads(case: Case, params: list[torch.Tensor], step: int) -> list[torch.
         grad = build_grad(param, "normal", case["seed"] * 7919 + step * 97 + index)
         if grad is not None and [index, step] in case.get("zero_grads", []):
             grad = torch.zeros_like(grad)
+        elif grad is not None and "grad_scale" in case:
+            grad = grad * case["grad_scale"]  # small gradients: where eps matters
         grads.append(grad)
     return grads

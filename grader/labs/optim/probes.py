@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from grader.checks import tensors
-from grader.checks.allocation import AllocationTracker
+from grader.checks.allocation import AllocationTracker, HostMemoryMeter
 from grader.checks.api import describe_module
 from grader.checks.policy import CallRecorder
 from grader.labs.optim.cases import Case, attach_grads, build_params, step_grads
@@ -107,10 +107,12 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str) -> dic
     params = build_params(case, device)
     attach_grads(params, case["grads"], case["seed"])
     if case.get("measure") == "allocation":
-        with torch.no_grad(), AllocationTracker() as tracker:
+        with torch.no_grad(), HostMemoryMeter() as host, AllocationTracker() as tracker:
             _, error = _call(sgd_step, _iterable(params, case["iterable"]), case["lr"])
-        return {"error": error, "allocations": tracker.events,
-                "numel": max(p.numel() for p in params)}
+        largest = max(params, key=lambda p: p.numel())
+        return {"error": error, "allocations": tracker.events, "numel": largest.numel(),
+                "nbytes": largest.numel() * largest.element_size(),
+                "host_peak_bytes": host.peak_bytes}
     grads = [p.grad for p in params]
     grad_values = [None if g is None else tensors.values(g) for g in grads]
     grad_states = [None if g is None else tensors.state(g) for g in grads]
