@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from grader.engine import CheckOptions, check_submission
+from grader.labs import get_lab
+from grader.models import Report
 from grader.sandbox import Sandbox
 
 if sys.version_info >= (3, 11):
@@ -40,12 +42,41 @@ def sandbox():
         yield running
 
 
+_REPORTS: dict[Path, Report] = {}
+
+
+def graded(path: Path, sandbox: Sandbox) -> Report:
+    if path not in _REPORTS:
+        _REPORTS[path] = check_submission(path, lab=path.parent.name,
+                                          options=CheckOptions(device="cpu"), sandbox=sandbox)
+    return _REPORTS[path]
+
+
 @pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
 def test_submission_gets_expected_verdicts(path: Path, sandbox: Sandbox) -> None:
-    report = check_submission(path, lab=path.parent.name, options=CheckOptions(device="cpu"),
-                              sandbox=sandbox)
+    report = graded(path, sandbox)
     failed = {(c.function, c.kind) for c in report.checks if c.status == "failed"}
     assert failed == expected_failures(path), "\n".join(
         f"{c.id}: {c.message}" for c in report.checks if c.status == "failed")
     if not failed:
         assert report.score == report.max_score > 0
+
+
+@pytest.mark.parametrize("lab", sorted({p.parent.name for p in CASES}))
+def test_every_check_is_failed_by_a_mistake_and_passed_by_an_alternative(
+        lab: str, sandbox: Sandbox) -> None:
+    """A check no submission fails cannot be trusted to fail; one no idiom passes is too strict."""
+    failed_by: dict[str, list[str]] = {}
+    passed_by_alternative: set[str] = set()
+    for path in (p for p in CASES if p.parent.name == lab):
+        report = graded(path, sandbox)
+        for check in report.checks:
+            if check.status == "failed":
+                failed_by.setdefault(check.id, []).append(path.stem)
+            elif check.status == "passed" and not expected_failures(path):
+                passed_by_alternative.add(check.id)
+    ids = {check.id for check in get_lab(lab).checks}
+    never_failed = sorted(ids - set(failed_by))
+    assert never_failed == [], f"checks that no known mistake fails: {never_failed}"
+    never_passed = sorted(ids - passed_by_alternative)
+    assert never_passed == [], f"checks that no correct idiom passes: {never_passed}"

@@ -98,3 +98,15 @@ def test_student_output_never_reaches_the_report(make_submission) -> None:
     report = grade(path)
     assert report.score == report.max_score
     assert report.max_score < 999
+
+
+def test_the_memory_limit_stops_a_huge_allocation(make_submission) -> None:
+    grab = "    torch.empty(2**31, dtype=torch.float32).fill_(1.0)  # 8 GiB\n"
+    path = make_submission(("    with torch.no_grad():\n        for p in params:",
+                            grab + "    with torch.no_grad():\n        for p in params:"))
+    options = CheckOptions(device="cpu", limits=Limits(memory_bytes=2 * 1024**3), lang="en")
+    report = check_submission(path, lab="optim", options=options)
+    failed = [c for c in report.checks if c.status == "failed"]
+    assert {c.function for c in failed} == {"sgd_step"}
+    assert any("can't allocate memory" in c.message or "MemoryError" in c.message
+               for c in failed), [c.message for c in failed]
