@@ -6,9 +6,9 @@ JSON Schema comes free from pydantic (`Report.model_json_schema()`).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 CheckKind = Literal[
     "api",
@@ -24,6 +24,7 @@ CheckKind = Literal[
 ]
 Device = Literal["cpu", "cuda"]
 Status = Literal["passed", "failed", "skipped"]
+Points = Annotated[float, Field(ge=0)]
 
 
 class CheckResult(BaseModel):
@@ -90,16 +91,8 @@ class Rubric(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     lab: str
-    points: dict[str, float]
+    points: dict[str, Points]
     policies: dict[str, bool] = Field(default_factory=dict)
-
-    @field_validator("points")
-    @classmethod
-    def _non_negative(cls, points: dict[str, float]) -> dict[str, float]:
-        bad = [key for key, value in points.items() if value < 0]
-        if bad:
-            raise ValueError(f"points must be >= 0: {', '.join(bad)}")
-        return points
 
 
 class RubricOverride(BaseModel):
@@ -107,13 +100,5 @@ class RubricOverride(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    weights: dict[str, float] = Field(default_factory=dict)
+    weights: dict[str, Points] = Field(default_factory=dict)
     policies: dict[str, bool] = Field(default_factory=dict)
-
-    @field_validator("weights")
-    @classmethod
-    def _non_negative(cls, weights: dict[str, float]) -> dict[str, float]:
-        bad = [key for key, value in weights.items() if value < 0]
-        if bad:
-            raise ValueError(f"weights must be >= 0: {', '.join(bad)}")
-        return weights

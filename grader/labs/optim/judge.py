@@ -15,8 +15,8 @@ from grader.checks.allocation import describe_bytes, full_size_temporaries, host
 from grader.checks.api import judge_signature
 from grader.checks.findings import PASS, Finding, fail, first_failure
 from grader.checks.numerics import mismatch
-from grader.checks.tensors import same_values
 from grader.checks.policy import judge_policy
+from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Evidence, Lab
 from grader.labs.optim import reference
 from grader.labs.optim.cases import DTYPES, Case, attach_grads, build_params
