@@ -103,3 +103,10 @@ def test_folder_and_notebook_submissions(tmp_path: Path, solution_source: str) -
 def test_schema_is_the_report_schema() -> None:
     result = run("schema")
     assert json.loads(result.stdout)["title"] == "Report"
+
+
+def test_json_stdout_stays_one_object_when_the_submission_prints(make_submission) -> None:
+    path = make_submission(prelude='import os\nprint("hello")\nos.write(1, b"{}\\n")\n')
+    result = run("check", str(path), "--format", "json")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["score"] > 0

@@ -13,10 +13,10 @@ import torch
 
 _TensorBase = torch._C.TensorBase
 _data_ptr = _TensorBase.data_ptr
-_version = _TensorBase._version.__get__
-_is_leaf = _TensorBase.is_leaf.__get__
-_requires_grad = _TensorBase.requires_grad.__get__
-_grad_fn = _TensorBase.grad_fn.__get__
+_version = vars(_TensorBase)["_version"].__get__
+_is_leaf = vars(_TensorBase)["is_leaf"].__get__
+_requires_grad = vars(_TensorBase)["requires_grad"].__get__
+_grad_fn = vars(_TensorBase)["grad_fn"].__get__
 _detach = _TensorBase.detach
 _clone = _TensorBase.clone
 _to = _TensorBase.to

@@ -94,7 +94,7 @@ def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str) -> d
             "state_before": before[index],
             "state_after": None if grad is None else tensors.state(grad),
             "grad_values": None if grad is None else tensors.values(grad),
-            "alias_values": None if aliases[index] is None else tensors.values(aliases[index]),
+            "alias_values": None if (alias := aliases[index]) is None else tensors.values(alias),
             "param_unchanged": tensors.same_values(p, param_values[index])
             and tensors._version(p) == param_versions[index],
         })
@@ -153,7 +153,7 @@ def probe_optimizer_trajectory(cls: type, case: Case, device: str) -> dict[str, 
         for p, g in zip(params, grads, strict=True):
             p.grad = g
         grad_values = [None if g is None else tensors.values(g) for g in grads]
-        grad_versions = [None if g is None else tensors._version(g) for g in grads]
+        grad_states = [None if g is None else tensors.state(g) for g in grads]
         before = [tensors.state(p) for p in params]
         _, error = _call(optimizer.step)
         record: dict[str, Any] = {"params": [], "error": error}
@@ -164,9 +164,8 @@ def probe_optimizer_trajectory(cls: type, case: Case, device: str) -> dict[str, 
                 "state_before": before[index],
                 "state_after": tensors.state(p),
                 "had_grad": grad is not None,
-                "grad_untouched": grad is None or (
-                    p.grad is grad and tensors.same_values(grad, grad_values[index])
-                    and tensors._version(grad) == grad_versions[index]),
+                "grad_untouched": _grad_untouched(p.grad, grad, grad_values[index],
+                                                  grad_states[index]),
                 "state": _optimizer_state(optimizer, p, index, step, kept_state, case["class"]),
             })
         steps.append(record)
