@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import locale
 import os
+import re
 import string
 import sys
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grader.checks.findings import Finding
+from grader.checks.findings import Finding, Phrase
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -59,20 +60,27 @@ def catalog(lang: str) -> dict[str, Any]:
         return tomllib.load(handle)
 
 
-def fill(template: str, params: dict[str, Any]) -> str:
+def fill(template: str, params: dict[str, Any], lang: str = "en") -> str:
+    words = {key: _phrase(value, lang) if isinstance(value, Phrase) else value
+             for key, value in params.items()}
     try:
-        return string.Formatter().vformat(template, (), _Lenient(params))
+        text = string.Formatter().vformat(template, (), _Lenient(words))
+        return re.sub(r"(?<=\S)  +(?=\S)", " ", text).strip()  # an empty fragment's gap
     except (ValueError, TypeError, IndexError, KeyError):
         return template  # a value of the wrong type for its format spec
 
 
+def _phrase(value: Phrase, lang: str) -> str:
+    return fill(catalog(lang)["phrases"].get(value.key, value.key), value.params, lang)
+
+
 def ui(key: str, lang: str, **params: Any) -> str:
-    return fill(catalog(lang)["ui"][key], params)
+    return fill(catalog(lang)["ui"][key], params, lang)
 
 
 def check_name(check_id: str, lang: str, **params: Any) -> str:
     names = catalog(lang)["names"]
-    return fill(names.get(check_id, check_id), params)
+    return fill(names.get(check_id, check_id), params, lang)
 
 
 def word(finding: Finding, lang: str) -> Wording:
@@ -80,5 +88,5 @@ def word(finding: Finding, lang: str) -> Wording:
     entry = catalog(lang)["messages"].get(finding.key)
     if entry is None:
         return Wording(finding.key, "", "", "")
-    return Wording(*(fill(entry[part], finding.params)
+    return Wording(*(fill(entry[part], finding.params, lang)
                      for part in ("summary", "expected", "got", "hint")))

@@ -16,6 +16,18 @@ class Finding:
     debug: str = ""
 
 
+@dataclass(frozen=True)
+class Phrase:
+    """A translatable fragment inside a finding's values ("at step 3"), worded by the catalog."""
+
+    key: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def phrase(key: str, **params: Any) -> Phrase:
+    return Phrase(key, params)
+
+
 PASS = Finding(passed=True)
 
 

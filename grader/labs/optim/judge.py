@@ -13,7 +13,7 @@ import torch
 
 from grader.checks.allocation import describe_bytes, full_size_temporaries, host_temporary
 from grader.checks.api import judge_signature
-from grader.checks.findings import PASS, Finding, fail, first_failure
+from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.policy import judge_policy
 from grader.checks.tensors import same_values
@@ -165,7 +165,7 @@ def _errors(evidence: Evidence, function: str, case_ids: list[str]) -> Finding:
 
 
 def _values_finding(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str,
-                    where: str = "") -> Finding:
+                    where: str | Phrase = "") -> Finding:
     found = mismatch(actual, expected.to(actual.dtype))
     if found is None:
         return PASS
@@ -173,6 +173,11 @@ def _values_finding(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str
         return fail("shape_mismatch", tensor=tensor, where=where,
                     expected=found["expected_shape"], got=found["actual_shape"])
     return fail("values_mismatch", tensor=tensor, where=where, **found)
+
+
+def _config_text(config: dict[str, Any]) -> str:
+    """Keyword arguments as code (`lr=0.1, momentum=0.9`): the same in every language."""
+    return ", ".join(f"{key}={value}" for key, value in config.items())
 
 
 def _ids(function: str, probe: str | None = None, prefix: str = "") -> list[str]:
@@ -203,7 +208,7 @@ def judge_zero_grad_identity(evidence: Evidence) -> Finding:
         if kind != "none" and not obs["same_object"]:
             findings.append(fail("grad_replaced", function="zero_grad",
                                  tensor=f"params[{index}].grad", case=case["id"],
-                                 got="None" if obs["grad_is_none"] else "a new tensor"))
+                                 got=phrase("none" if obs["grad_is_none"] else "new_tensor")))
     return first_failure(findings)
 
 
@@ -232,7 +237,7 @@ def judge_zero_grad_numerics(evidence: Evidence) -> Finding:
         values = obs["grad_values"]
         findings.append(_values_finding(values, torch.zeros_like(values),
                                         tensor=f"params[{index}].grad",
-                                        where=f"{kind} grad, case {case['id']}"))
+                                        where=phrase("grad_kind", kind=kind, case=case["id"])))
     return first_failure(findings)
 
 
@@ -299,7 +304,8 @@ def judge_sgd_step_values(evidence: Evidence) -> Finding:
     for case, index, obs in _sgd_step_params(evidence):
         findings.append(_values_finding(obs["values"], expected[case["id"]][index],
                                         tensor=f"params[{index}]",
-                                        where=f"{case['dtype']}, lr={case['lr']}"))
+                                        where=phrase("dtype_lr", dtype=case["dtype"],
+                                                     lr=case["lr"])))
     return first_failure(findings)
 
 
@@ -312,9 +318,11 @@ def judge_sgd_step_storage(evidence: Evidence) -> Finding:
     findings = [_errors(evidence, "sgd_step", STATE_CASES)]
     for _case, index, obs in _sgd_step_params(evidence):
         if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
-            findings.append(fail("storage_replaced", tensor=f"params[{index}]"))
+            findings.append(fail("storage_replaced", function="sgd_step",
+                                 tensor=f"params[{index}]"))
         elif not same_values(obs["alias_values"], obs["values"]):
-            findings.append(fail("writes_elsewhere", tensor=f"params[{index}]"))
+            findings.append(fail("writes_elsewhere", function="sgd_step",
+                                 tensor=f"params[{index}]"))
     return first_failure(findings)
 
 
@@ -324,7 +332,8 @@ def judge_sgd_step_version(evidence: Evidence) -> Finding:
         if case["grads"][index] == "none":
             continue
         if obs["state_after"]["version"] <= obs["state_before"]["version"]:
-            findings.append(fail("version_unchanged", tensor=f"params[{index}]",
+            findings.append(fail("version_unchanged", function="sgd_step",
+                                 tensor=f"params[{index}]",
                                  version=obs["state_before"]["version"]))
     return first_failure(findings)
 
@@ -404,9 +413,9 @@ def judge_trajectory(cls: str, name: str):
             for index, obs in enumerate(record["params"]):
                 want = expected[step][index].to(DTYPES[case["dtype"]])
                 found = _values_finding(obs["values"], want, tensor=f"params[{index}]",
-                                        where=f"step {step + 1}")
+                                        where=phrase("at_step", step=step + 1))
                 if not found.passed:
-                    config = ", ".join(f"{k}={v}" for k, v in case["config"].items())
+                    config = _config_text(case["config"])
                     return Finding(False, "trajectory_mismatch",
                                    {**found.params, "cls": cls, "config": config,
                                     "step": step + 1})
@@ -436,8 +445,9 @@ def judge_params_in_place(cls: str):
         findings = [_trajectory_errors(evidence, cls)]
         for case_id, step, index, obs in _all_step_params(evidence, cls):
             if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
-                findings.append(fail("storage_replaced", tensor=f"params[{index}]",
-                                     where=f"{cls}.step(), step {step + 1}, {case_id}"))
+                findings.append(fail("storage_replaced", function=f"{cls}.step",
+                                     tensor=f"params[{index}]",
+                                     where=phrase("step_case", step=step + 1, case=case_id)))
         return first_failure(findings)
 
     return judge
@@ -448,9 +458,10 @@ def judge_version(cls: str):
         findings = [_trajectory_errors(evidence, cls)]
         for _case_id, step, index, obs in _all_step_params(evidence, cls):
             if obs["had_grad"] and obs["state_after"]["version"] <= obs["state_before"]["version"]:
-                findings.append(fail("version_unchanged", tensor=f"params[{index}]",
+                findings.append(fail("version_unchanged", function=f"{cls}.step",
+                                     tensor=f"params[{index}]",
                                      version=obs["state_before"]["version"],
-                                     where=f"{cls}.step(), step {step + 1}"))
+                                     where=phrase("at_step", step=step + 1)))
         return first_failure(findings)
 
     return judge
@@ -474,8 +485,8 @@ def judge_grad_untouched(cls: str):
                 config = _case(cls, case_id)["config"]
                 findings.append(fail("grad_modified", function=f"{cls}.step",
                                      tensor=f"params[{index}].grad",
-                                     where=f"step {step + 1}, "
-                                     + ", ".join(f"{k}={v}" for k, v in config.items())))
+                                     where=phrase("step_config", step=step + 1,
+                                                  config=_config_text(config))))
         return first_failure(findings)
 
     return judge
@@ -491,7 +502,7 @@ def judge_state(cls: str, keys: tuple[str, ...]):
             if not obs["had_grad"] and step == 0:
                 continue
             state = obs["state"]
-            where = f"step {step + 1}"
+            where = phrase("at_step", step=step + 1)
             if state.get("missing"):
                 findings.append(fail("state_missing", cls=cls, key=keys[0], where=where))
                 continue
@@ -526,7 +537,7 @@ def judge_validation(cls: str):
             if observed is None:
                 return fail("no_observation", function=cls, case=case["id"])
             raised = observed.get("raised")
-            args = ", ".join(f"{k}={v}" for k, v in case["config"].items())
+            args = _config_text(case["config"])
             if raised is not None and raised["type"] == "NotImplementedError":
                 return fail("not_implemented", function=cls)
             if case["invalid"] and raised is None:
