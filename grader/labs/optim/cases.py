@@ -7,6 +7,7 @@ both processes see bit-identical inputs and the reference can be computed from t
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -45,8 +46,11 @@ def build_grad(param: torch.Tensor, kind: str, seed: int) -> torch.Tensor | None
     if kind == "none":
         return None
     if kind == "noncontig":
-        wide = _draw([*shape[:-1], 2 * shape[-1]], generator)
-        return wide.to(param.dtype).to(param.device)[..., ::2]
+        # Non-contiguous but not a view (torch's own zero_grad may `detach_()` it in place,
+        # which a view would refuse): column-major, or every other element for 1-D.
+        strides = [2] if len(shape) == 1 else [math.prod(shape[:i]) for i in range(len(shape))]
+        strided = torch.empty_strided(shape, strides, dtype=param.dtype, device=param.device)
+        return strided.copy_(_draw(shape, generator))
     values = _draw(shape, generator).to(param.dtype).to(param.device)
     if kind == "inf_nan":
         flat = values.view(-1)
