@@ -11,6 +11,7 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -38,6 +39,16 @@ def describe_exception(exc: BaseException) -> dict[str, Any]:
             -4000:
         ],
     }
+
+
+def call_student(func: Callable[..., Any], *args: Any, **kwargs: Any
+                 ) -> tuple[Any, dict[str, Any] | None]:
+    """(result, None), or (None, the exception as data): sys.exit in a function is that
+    function's failure, not the probe's."""
+    try:
+        return func(*args, **kwargs), None
+    except BaseException as exc:
+        return None, describe_exception(exc)
 
 
 def import_submission(path: str) -> ModuleType:

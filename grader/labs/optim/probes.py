@@ -16,7 +16,7 @@ from grader.checks.allocation import AllocationTracker, HostMemoryMeter
 from grader.checks.api import describe_module
 from grader.checks.policy import CallRecorder
 from grader.labs.optim.cases import Case, attach_grads, build_params, step_grads
-from grader.sandbox.child import describe_exception
+from grader.sandbox.child import call_student
 
 LAB_NAMES = ["zero_grad", "sgd_step", "SGD", "Adam"]
 FORBIDDEN_PACKAGE = "torch.optim"
@@ -62,13 +62,6 @@ def _iterable(params: list[torch.Tensor], how: str) -> Iterable[torch.Tensor]:
     return (p for p in params) if how == "generator" else list(params)
 
 
-def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, dict | None]:
-    try:
-        return func(*args, **kwargs), None
-    except BaseException as exc:  # sys.exit in a function is that function's failure
-        return None, describe_exception(exc)
-
-
 def _kwargs(case: Case, key: str) -> dict[str, Any]:
     return {} if case.get(key) is None else {key: case[key]}
 
@@ -83,7 +76,7 @@ def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str) -> d
     before = [None if g is None else tensors.state(g) for g in grads]
     param_values = [tensors.values(p) for p in params]
     param_versions = [tensors._version(p) for p in params]
-    returned, error = _call(zero_grad, _iterable(params, case["iterable"]),
+    returned, error = call_student(zero_grad, _iterable(params, case["iterable"]),
                             **_kwargs(case, "set_to_none"))
     after = []
     for index, p in enumerate(params):
@@ -108,7 +101,7 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str) -> dic
     attach_grads(params, case["grads"], case["seed"])
     if case.get("measure") == "allocation":
         with torch.no_grad(), HostMemoryMeter() as host, AllocationTracker() as tracker:
-            _, error = _call(sgd_step, _iterable(params, case["iterable"]), case["lr"])
+            _, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
         largest = max(params, key=lambda p: p.numel())
         return {"error": error, "allocations": tracker.events, "numel": largest.numel(),
                 "nbytes": largest.numel() * largest.element_size(),
@@ -118,7 +111,7 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str) -> dic
     grad_states = [None if g is None else tensors.state(g) for g in grads]
     aliases = [tensors._detach(p) for p in params]
     before = [tensors.state(p) for p in params]
-    returned, error = _call(sgd_step, _iterable(params, case["iterable"]), case["lr"])
+    returned, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
     after = []
     for index, p in enumerate(params):
         grad = p.grad
@@ -145,7 +138,7 @@ def _grad_untouched(grad: torch.Tensor | None, original: torch.Tensor | None,
 
 def probe_optimizer_trajectory(cls: type, case: Case, device: str) -> dict[str, Any]:
     params = build_params(case, device)
-    optimizer, error = _call(cls, _iterable(params, case["iterable"]), **case["config"])
+    optimizer, error = call_student(cls, _iterable(params, case["iterable"]), **case["config"])
     steps: list[dict[str, Any]] = []
     kept_state: dict[tuple[int, str], tuple[torch.Tensor, int]] = {}
     for step in range(case["steps"] if error is None else 0):
@@ -155,7 +148,7 @@ def probe_optimizer_trajectory(cls: type, case: Case, device: str) -> dict[str, 
         grad_values = [None if g is None else tensors.values(g) for g in grads]
         grad_states = [None if g is None else tensors.state(g) for g in grads]
         before = [tensors.state(p) for p in params]
-        _, error = _call(optimizer.step)
+        _, error = call_student(optimizer.step)
         record: dict[str, Any] = {"params": [], "error": error}
         for index, p in enumerate(params):
             grad = grads[index]
@@ -213,22 +206,22 @@ def _optimizer_state(optimizer: Any, p: torch.Tensor, index: int, step: int,
 
 def probe_optimizer_validation(cls: type, case: Case, device: str) -> dict[str, Any]:
     params = build_params(case, device)
-    _, error = _call(cls, list(params), **case["config"])
+    _, error = call_student(cls, list(params), **case["config"])
     return {"error": None, "raised": error}
 
 
 def probe_optimizer_zero_grad(cls: type, case: Case, device: str) -> dict[str, Any]:
     params = build_params(case, device)
-    optimizer, error = _call(cls, list(params), **case["config"])
+    optimizer, error = call_student(cls, list(params), **case["config"])
     if error is not None:
         return {"error": error}
     attach_grads(params, ["normal"] * len(params), case["seed"])
-    _, error = _call(optimizer.zero_grad)
+    _, error = call_student(optimizer.zero_grad)
     default_all_none = all(p.grad is None for p in params)
     attach_grads(params, ["normal"] * len(params), case["seed"])
     grads = [p.grad for p in params]
     if error is None:
-        _, error = _call(optimizer.zero_grad, set_to_none=False)
+        _, error = call_student(optimizer.zero_grad, set_to_none=False)
     kept = all(p.grad is g for p, g in zip(params, grads, strict=True))
     zeros = all(p.grad is not None and bool((tensors.values(p.grad) == 0).all()) for p in params)
     return {"error": error, "default_all_none": default_all_none, "kept_and_zeroed": kept and zeros}

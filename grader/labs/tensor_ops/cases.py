@@ -1,0 +1,84 @@
+"""Seeded cases for tensor_ops, built identically in the sandbox child and the grading process.
+
+A case names the function, the dtype, how the first argument is laid out (contiguous, 0-dim,
+empty, or a view of a larger base: transpose, strided slice, 3-D slice), what fills it
+(normal values, ±inf/nan, huge magnitudes, zero or constant rows), and the other arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+Case = dict[str, Any]
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+HALF = ("float16", "bfloat16")
+
+# layout -> (shape of the base tensor, how the argument is cut from it)
+LAYOUTS: dict[str, list[int]] = {
+    "contiguous": [4, 6],
+    "zero_dim": [],
+    "empty": [0, 5],
+    "transpose": [6, 4],
+    "stride": [4, 12],
+    "slice3d": [2, 4, 8],
+    "large": [512, 1024],
+    "large_transpose": [1024, 512],
+}
+VIEWS = ("transpose", "stride", "slice3d", "large_transpose")
+
+
+def view_of(base: torch.Tensor, layout: str) -> torch.Tensor:
+    """The argument as a view of `base` (the base itself for non-view layouts)."""
+    if layout in ("transpose", "large_transpose"):
+        return base.t()
+    if layout == "stride":
+        return base[:, ::2]
+    if layout == "slice3d":
+        return base[:, :, 1:7]
+    return base
+
+
+def _fill(shape: list[int], fill: str, generator: torch.Generator, dtype: str) -> torch.Tensor:
+    values = torch.randn(shape, generator=generator, dtype=torch.float64)
+    if fill == "extremes" and values.numel() >= 3:
+        flat = values.view(-1)
+        flat[0], flat[1], flat[2] = float("inf"), float("-inf"), float("nan")
+    elif fill == "large":
+        # exp() of these overflows unless the maximum is subtracted first.
+        values = values * (1e3 if dtype in HALF else 1e4)
+    elif fill == "zero_rows" and values.dim() == 2:
+        values[0].zero_()
+        values[:, 0].zero_()
+    elif fill == "constant_rows" and values.dim() == 2:
+        values[0].fill_(3.0)
+        values[:, 0].fill_(-2.0)
+    return values
+
+
+def build_base(case: Case, device: str) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(case["seed"])
+    values = _fill(LAYOUTS[case["layout"]], case.get("fill", "normal"), generator, case["dtype"])
+    return values.to(DTYPES[case["dtype"]]).to(device)
+
+
+def build_other(case: Case, device: str) -> torch.Tensor | None:
+    """The second tensor argument (`x` of axpy_, `new` of ema_update_), if the case has one."""
+    if "other_shape" not in case:
+        return None
+    generator = torch.Generator().manual_seed(case["seed"] + 1)
+    values = torch.randn(case["other_shape"], generator=generator, dtype=torch.float64)
+    return values.to(DTYPES[case["dtype"]]).to(device)
+
+
+def build_args(case: Case, x: torch.Tensor, other: torch.Tensor | None) -> list[Any]:
+    """Positional arguments: "X" is the tensor updated in place, "OTHER" the second tensor."""
+    mapping = {"X": x, "OTHER": other}
+    return [mapping.get(arg, arg) if isinstance(arg, str) else arg for arg in case["args"]]

@@ -1,0 +1,47 @@
+"""Float64 references for tensor_ops, computed in the grading process from the cast inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from grader.labs.tensor_ops.cases import DTYPES, Case, build_args, build_base, build_other, view_of
+
+
+def _standardize(x: torch.Tensor, dim: int = -1, eps: float = 1e-5) -> torch.Tensor:
+    var, mean = torch.var_mean(x, dim=dim, keepdim=True, correction=0)
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+def _clamp(x: torch.Tensor, lo: float | None = None, hi: float | None = None) -> torch.Tensor:
+    return torch.clamp(x, min=lo, max=hi)
+
+
+REFERENCES: dict[str, Callable[..., torch.Tensor]] = {
+    "relu_": torch.relu,
+    "clamp_": _clamp,
+    "axpy_": lambda y, alpha, x: y + alpha * x,
+    "ema_update_": lambda avg, new, decay: decay * avg + (1 - decay) * new,
+    "normalize_": lambda x, dim=-1, eps=1e-12: F.normalize(x, p=2.0, dim=dim, eps=eps),
+    "standardize_": _standardize,
+    "softmax_": lambda x, dim=-1: torch.softmax(x, dim=dim),
+}
+
+
+def expected(case: Case) -> tuple[torch.Tensor, torch.Tensor]:
+    """(expected argument values, expected base values), both in the case's dtype on the CPU.
+
+    The reference runs in float64 on the dtype-rounded inputs; for a view the base is expected
+    to hold the new values in the view's positions and its old values everywhere else.
+    """
+    base = build_base(case, "cpu").double()
+    other = build_other(case, "cpu")
+    x = view_of(base, case["layout"])
+    args: list[Any] = build_args(case, x, None if other is None else other.double())
+    result = REFERENCES[case["function"]](*args, **case.get("kwargs", {}))
+    x.copy_(result)  # writes into `base` through the view: our own float64 copy
+    dtype = DTYPES[case["dtype"]]
+    return x.to(dtype), base.to(dtype)
