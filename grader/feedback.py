@@ -79,8 +79,11 @@ def ui(key: str, lang: str, **params: Any) -> str:
 
 
 def check_name(check_id: str, lang: str, **params: Any) -> str:
+    """The check's own name, else its kind's pattern (`*.returns_input`) for its function."""
     names = catalog(lang)["names"]
-    return fill(names.get(check_id, check_id), params, lang)
+    function, _, suffix = check_id.partition(".")
+    template = names.get(check_id) or names.get(f"*.{suffix}", check_id)
+    return fill(template, {"function": function, **params}, lang)
 
 
 def word(finding: Finding, lang: str) -> Wording:
@@ -88,5 +91,8 @@ def word(finding: Finding, lang: str) -> Wording:
     entry = catalog(lang)["messages"].get(finding.key)
     if entry is None:
         return Wording(finding.key, "", "", "")
-    return Wording(*(fill(entry[part], finding.params, lang)
-                     for part in ("summary", "expected", "got", "hint")))
+    # A function may have its own hint for a finding (`[hints] "softmax_.values_mismatch"`).
+    hint = catalog(lang).get("hints", {}).get(f"{finding.params.get('function')}.{finding.key}",
+                                             entry["hint"])
+    return Wording(*(fill(text, finding.params, lang)
+                     for text in (entry["summary"], entry["expected"], entry["got"], hint)))

@@ -46,7 +46,9 @@ def test_every_check_has_a_name_in_every_language() -> None:
     for lab in LAB_FILES:
         for check in get_lab(lab).checks:
             for lang in feedback.LANGUAGES:
-                assert check.id in feedback.catalog(lang)["names"], (lang, check.id)
+                names = feedback.catalog(lang)["names"]
+                pattern = "*." + check.id.partition(".")[2]
+                assert check.id in names or pattern in names, (lang, check.id)
 
 
 def test_default_language_follows_the_locale(monkeypatch) -> None:

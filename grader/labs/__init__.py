@@ -11,7 +11,7 @@ from pathlib import Path
 
 from grader.labs.base import Lab
 
-LAB_FILES: dict[str, str] = {"optim": "optimizer.py"}
+LAB_FILES: dict[str, str] = {"optim": "optimizer.py", "tensor_ops": "tensor_ops.py"}
 
 
 class UnknownLabError(ValueError):

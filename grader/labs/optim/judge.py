@@ -5,7 +5,6 @@ Each judge is a pure function from `Evidence` to a `Finding`; points come from r
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import torch
 
 from grader.checks.allocation import describe_bytes, full_size_temporaries, host_temporary
 from grader.checks.api import judge_signature
+from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.policy import judge_policy
@@ -20,13 +20,6 @@ from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Evidence, Lab
 from grader.labs.optim import reference
 from grader.labs.optim.cases import DTYPES, Case, attach_grads, build_params
-
-# The autograd in-place errors (torch-facts §3): the message is the only way to tell them apart.
-AUTOGRAD_INPLACE_ERROR = re.compile(
-    r"leaf Variable that requires grad is being used in an in-place operation"
-    r"|modified by an inplace operation|is being modified inplace"
-    r"|Inplace update to inference tensor outside InferenceMode"
-)
 
 SHAPES = [[6, 4], [4], [2, 3, 2]]
 STEPS = 12
@@ -141,18 +134,6 @@ def _case(function: str, case_id: str) -> Case:
 
 
 # --- shared judging helpers ------------------------------------------------------------------
-
-def error_finding(error: dict[str, Any], *, function: str, case_id: str) -> Finding:
-    """A finding for a function that raised: not implemented, autograd's error, or other."""
-    debug = error.get("traceback", "")
-    if error["type"] == "NotImplementedError":
-        return fail("not_implemented", debug=debug, function=function)
-    if error["type"] == "RuntimeError" and AUTOGRAD_INPLACE_ERROR.search(error["message"]):
-        return fail("autograd_inplace_error", debug=debug, function=function,
-                    error=error["message"], location=error.get("location", ""))
-    return fail("raised", debug=debug, function=function, case=case_id, error_type=error["type"],
-                error=error["message"], location=error.get("location", ""))
-
 
 def _errors(evidence: Evidence, function: str, case_ids: list[str]) -> Finding:
     for case_id in case_ids:

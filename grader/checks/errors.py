@@ -1,0 +1,27 @@
+"""Exceptions raised by student code, as findings: not implemented, autograd's error, other."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from grader.checks.findings import Finding, fail
+
+# The autograd in-place errors (torch-facts §3): the message is the only way to tell them apart.
+AUTOGRAD_INPLACE_ERROR = re.compile(
+    r"leaf Variable that requires grad is being used in an in-place operation"
+    r"|modified by an inplace operation|is being modified inplace"
+    r"|Inplace update to inference tensor outside InferenceMode"
+)
+
+
+def error_finding(error: dict[str, Any], *, function: str, case_id: str) -> Finding:
+    """A finding for a function that raised: not implemented, autograd's error, or other."""
+    debug = error.get("traceback", "")
+    if error["type"] == "NotImplementedError":
+        return fail("not_implemented", debug=debug, function=function)
+    if error["type"] == "RuntimeError" and AUTOGRAD_INPLACE_ERROR.search(error["message"]):
+        return fail("autograd_inplace_error", debug=debug, function=function,
+                    error=error["message"], location=error.get("location", ""))
+    return fail("raised", debug=debug, function=function, case=case_id, error_type=error["type"],
+                error=error["message"], location=error.get("location", ""))

@@ -1,0 +1,352 @@
+"""Grading-process side of tensor_ops: the cases, and the checks that judge observations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from grader.checks.allocation import describe_bytes, full_size_temporaries, host_temporary
+from grader.checks.api import judge_signature
+from grader.checks.errors import error_finding
+from grader.checks.findings import PASS, Finding, fail, first_failure, phrase
+from grader.checks.numerics import mismatch
+from grader.checks.tensors import same_values
+from grader.labs.base import CheckSpec, Evidence, Lab
+from grader.labs.tensor_ops import reference
+from grader.labs.tensor_ops.cases import HALF, LAYOUTS, Case, view_of
+
+FUNCTIONS = ("relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_")
+REDUCTIONS = ("normalize_", "standardize_", "softmax_")
+
+# Per function: positional args ("X" is updated in place, "OTHER" the second tensor), the
+# variants graded (keyword arguments, shape of OTHER relative to X), and the special fills.
+SPECS: dict[str, dict[str, Any]] = {
+    "relu_": {"args": ["X"], "variants": [{}], "fills": ["extremes"]},
+    "clamp_": {"args": ["X"], "fills": ["extremes"], "variants": [
+        {"kwargs": {"lo": -0.5}}, {"kwargs": {"hi": 0.3}}, {"kwargs": {"lo": -0.5, "hi": 0.5}}]},
+    "axpy_": {"args": ["X", 0.5, "OTHER"], "fills": [], "variants": [
+        {"other": "same"}, {"other": "row", "args": ["X", -2.0, "OTHER"]}, {"other": "scalar"}]},
+    "ema_update_": {"args": ["X", "OTHER", 0.9], "fills": [], "variants": [
+        {"other": "same"}, {"other": "same", "args": ["X", "OTHER", 0.25]}]},
+    "normalize_": {"args": ["X"], "fills": ["zero_rows"], "variants": [
+        {}, {"kwargs": {"dim": 0}}, {"kwargs": {"eps": 1e-6}}]},
+    "standardize_": {"args": ["X"], "fills": ["constant_rows"], "variants": [
+        {}, {"kwargs": {"dim": 0}}]},
+    "softmax_": {"args": ["X"], "fills": ["large"], "variants": [{}, {"kwargs": {"dim": 0}}]},
+}
+
+
+# --- cases ---------------------------------------------------------------------------------
+
+def logical_shape(layout: str) -> list[int]:
+    return list(view_of(torch.empty(LAYOUTS[layout], device="meta"), layout).shape)
+
+
+def _case(function: str, group: str, number: int, *, dtype: str, layout: str, variant: dict,
+          fill: str = "normal", measure: str = "state") -> Case | None:
+    shape = logical_shape(layout)
+    kwargs = variant.get("kwargs", {})
+    if "dim" in kwargs and len(shape) < 2:
+        return None  # dim=0 is graded on 2-D inputs
+    case: Case = {
+        "id": f"{group}.{number}", "group": group, "function": function, "dtype": dtype,
+        "layout": layout, "fill": fill, "measure": measure, "seed": 1000 + number,
+        "args": variant.get("args", SPECS[function]["args"]), "kwargs": kwargs,
+    }
+    other = variant.get("other")
+    if other == "same":
+        case["other_shape"] = shape
+    elif other == "row":
+        if not shape:
+            return None
+        case["other_shape"] = shape[-1:]
+    elif other == "scalar":
+        case["other_shape"] = []
+    return case
+
+
+@cache
+def _lab_cases(function: str) -> tuple[Case, ...]:
+    spec = SPECS[function]
+    variants = spec["variants"]
+    planned: list[tuple[str, dict[str, Any]]] = []
+    for dtype in ("float32", "float64"):
+        for variant in variants:
+            planned += [("values", {"dtype": dtype, "layout": layout, "variant": variant})
+                        for layout in ("contiguous", "zero_dim", "empty")]
+            planned += [("values", {"dtype": dtype, "layout": "contiguous", "variant": variant,
+                                    "fill": fill}) for fill in spec["fills"]]
+    for dtype in HALF:
+        for variant in variants:
+            planned.append(("half", {"dtype": dtype, "layout": "contiguous", "variant": variant}))
+            planned += [("half", {"dtype": dtype, "layout": "contiguous", "variant": variant,
+                                  "fill": fill}) for fill in spec["fills"] if fill != "zero_rows"]
+    for dtype in ("float32", "float64"):
+        for variant in variants:
+            planned += [("views", {"dtype": dtype, "layout": layout, "variant": variant})
+                        for layout in ("transpose", "stride", "slice3d")]
+    allocation_variants = [v for v in variants if "dim" in v.get("kwargs", {})] or variants[:1]
+    for variant in ([variants[0], *allocation_variants] if function in REDUCTIONS
+                    else allocation_variants):
+        planned += [("allocation", {"dtype": "float32", "layout": layout, "variant": variant,
+                                    "measure": "allocation"})
+                    for layout in ("large", "large_transpose")]
+    cases = [_case(function, group, number, **details)
+             for number, (group, details) in enumerate(planned)]
+    if function == "clamp_":
+        cases.append({"id": "rejects", "group": "rejects", "function": function,
+                      "dtype": "float32", "layout": "contiguous", "measure": "rejects",
+                      "seed": 7, "args": ["X"], "kwargs": {}})
+    unique: dict[str, Case] = {}
+    for case in cases:
+        if case is not None:
+            unique.setdefault(_signature(case), case)
+    return tuple(unique.values())
+
+
+def _signature(case: Case) -> str:
+    return repr({k: v for k, v in case.items() if k not in ("id", "seed")})
+
+
+def lab_cases(function: str) -> list[Case]:
+    return list(_lab_cases(function))
+
+
+def _cases(function: str, *groups: str) -> list[Case]:
+    return [c for c in _lab_cases(function) if c["group"] in groups]
+
+
+@cache
+def _expected(function: str, case_id: str) -> tuple[torch.Tensor, torch.Tensor]:
+    case = next(c for c in _lab_cases(function) if c["id"] == case_id)
+    return reference.expected(case)
+
+
+def expected(case: Case) -> tuple[torch.Tensor, torch.Tensor]:
+    """(argument, base) expected after the call; cached, as cases are fixed and seeded."""
+    return _expected(case["function"], case["id"])
+
+
+# --- judging helpers -----------------------------------------------------------------------
+
+def _describe(case: Case) -> Any:
+    details = "".join(f", {k}={v}" for k, v in case.get("kwargs", {}).items())
+    return phrase("tensor_case", dtype=case["dtype"], layout=phrase(f"layout_{case['layout']}"),
+                  fill=phrase(f"fill_{case['fill']}"), details=details)
+
+
+def _observed(evidence: Evidence, function: str, cases: list[Case]
+              ) -> Iterator[tuple[Case, dict[str, Any] | None, Finding]]:
+    """(case, observation, problem) where problem is a failed finding if the call raised."""
+    for case in cases:
+        observed = evidence.cases.get(case["id"])
+        if observed is None:
+            yield case, None, fail("no_observation", function=function, case=case["id"])
+        elif observed.get("error"):
+            finding = error_finding(observed["error"], function=function, case_id=case["id"])
+            yield case, observed, Finding(False, finding.key,
+                                          {**finding.params, "case": _describe(case)},
+                                          finding.debug)
+        else:
+            yield case, observed, PASS
+
+
+def _state_cases(function: str) -> list[Case]:
+    return _cases(function, "values", "half", "views")
+
+
+def judge_identity(function: str) -> Callable[[Evidence], Finding]:
+    def judge(evidence: Evidence) -> Finding:
+        for case, observed, problem in _observed(evidence, function, _state_cases(function)):
+            if not problem.passed:
+                return problem
+            assert observed is not None
+            if not observed["returned_is_x"]:
+                return fail("not_returned", function=function, where=_describe(case),
+                            got=observed["returned_type"], tensor=_first_arg(function))
+        return PASS
+
+    return judge
+
+
+def judge_storage(function: str) -> Callable[[Evidence], Finding]:
+    def judge(evidence: Evidence) -> Finding:
+        for case, observed, problem in _observed(evidence, function, _state_cases(function)):
+            if not problem.passed:
+                return problem
+            assert observed is not None
+            if case["layout"] == "empty":
+                continue
+            if observed["state_after"]["ptr"] != observed["state_before"]["ptr"]:
+                return fail("storage_replaced", function=function, tensor=_first_arg(function),
+                            where=_describe(case))
+            if not same_values(observed["alias_values"], observed["values"]):
+                return fail("writes_elsewhere", function=function, tensor=_first_arg(function))
+        return PASS
+
+    return judge
+
+
+def judge_version(function: str) -> Callable[[Evidence], Finding]:
+    def judge(evidence: Evidence) -> Finding:
+        for case, observed, problem in _observed(evidence, function, _state_cases(function)):
+            if not problem.passed:
+                return problem
+            assert observed is not None
+            before, after = observed["state_before"], observed["state_after"]
+            if case["layout"] != "empty" and after["version"] <= before["version"]:
+                return fail("version_unchanged", function=function, tensor=_first_arg(function),
+                            version=before["version"], where=_describe(case))
+        return PASS
+
+    return judge
+
+
+def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
+    through_base = group == "views"
+
+    def judge(evidence: Evidence) -> Finding:
+        findings = []
+        for case, observed, problem in _observed(evidence, function, _cases(function, group)):
+            if not problem.passed:
+                return problem
+            assert observed is not None
+            want_x, want_base = expected(case)
+            got = observed["base_values"] if through_base else observed["values"]
+            want = want_base if through_base else want_x
+            found = mismatch(got, want)
+            if found is None:
+                continue
+            tensor = f"{_first_arg(function)}._base" if through_base else _first_arg(function)
+            if found["reason"] == "shape":
+                findings.append(fail("shape_mismatch", tensor=tensor, where=_describe(case),
+                                     expected=found["expected_shape"], got=found["actual_shape"]))
+            else:
+                key = "view_not_written" if through_base and same_values(
+                    observed["base_values"], _original_base(case)) else "values_mismatch"
+                findings.append(fail(key, function=function, tensor=tensor,
+                                     where=_describe(case), **found))
+        return first_failure(findings)
+
+    return judge
+
+
+def _original_base(case: Case) -> torch.Tensor:
+    from grader.labs.tensor_ops.cases import build_base
+
+    return build_base(case, "cpu")
+
+
+def judge_allocation(function: str) -> Callable[[Evidence], Finding]:
+    def judge(evidence: Evidence) -> Finding:
+        for case, observed, problem in _observed(evidence, function,
+                                                 _cases(function, "allocation")):
+            if not problem.passed:
+                return problem
+            assert observed is not None
+            big = full_size_temporaries(observed["allocations"], numel=observed["numel"])
+            tensor = _first_arg(function)
+            if big:
+                first = big[0]
+                return fail("full_size_temporary", function=function, op=first["op"],
+                            size=describe_bytes(first["nbytes"]), dtype=first["dtype"],
+                            count=len(big), tensor=tensor, where=_describe(case))
+            peak = max(observed["host_peak_bytes"], observed.get("cuda_peak_bytes", 0))
+            if host_temporary(peak, nbytes=observed["nbytes"]):
+                return fail("host_temporary", function=function, tensor=tensor,
+                            size=describe_bytes(peak))
+        return PASS
+
+    return judge
+
+
+def judge_other_untouched(function: str) -> Callable[[Evidence], Finding]:
+    def judge(evidence: Evidence) -> Finding:
+        for case, observed, problem in _observed(evidence, function, _state_cases(function)):
+            if not problem.passed:
+                return problem
+            assert observed is not None
+            if not observed["other_untouched"]:
+                return fail("input_modified", function=function, tensor=_second_arg(function),
+                            where=_describe(case))
+        return PASS
+
+    return judge
+
+
+def judge_rejects(evidence: Evidence) -> Finding:
+    observed = evidence.cases.get("rejects")
+    if observed is None:
+        return fail("no_observation", function="clamp_", case="rejects")
+    raised = observed["raised"]
+    if raised is not None and raised["type"] == "NotImplementedError":
+        return fail("not_implemented", function="clamp_")
+    if raised is None or "Exception" not in raised["bases"]:
+        return fail("clamp_accepts_no_bounds", function="clamp_")
+    if not observed["untouched"]:
+        return fail("input_modified", function="clamp_", tensor="x", where="")
+    return PASS
+
+
+SIGNATURES: dict[str, list[tuple[str, str | None]]] = {
+    "relu_": [("x", None)],
+    "clamp_": [("x", None), ("lo", "None"), ("hi", "None")],
+    "axpy_": [("y", None), ("alpha", None), ("x", None)],
+    "ema_update_": [("avg", None), ("new", None), ("decay", None)],
+    "normalize_": [("x", None), ("dim", "-1"), ("eps", "1e-12")],
+    "standardize_": [("x", None), ("dim", "-1"), ("eps", "1e-05")],
+    "softmax_": [("x", None), ("dim", "-1")],
+}
+
+
+def _first_arg(function: str) -> str:
+    return SIGNATURES[function][0][0]
+
+
+def _second_arg(function: str) -> str:
+    return {"axpy_": "x", "ema_update_": "new"}.get(function, "")
+
+
+def judge_api(function: str) -> Callable[[Evidence], Finding]:
+    def judge(evidence: Evidence) -> Finding:
+        return judge_signature(evidence.api.get(function), name=function, kind="function",
+                               parameters=SIGNATURES[function])
+
+    return judge
+
+
+def _checks() -> tuple[CheckSpec, ...]:
+    checks: list[CheckSpec] = []
+    for function in FUNCTIONS:
+        checks += [
+            CheckSpec(f"{function}.signature", "api", judge_api(function), per_device=False),
+            CheckSpec(f"{function}.returns_input", "identity", judge_identity(function)),
+            CheckSpec(f"{function}.same_memory", "storage", judge_storage(function)),
+            CheckSpec(f"{function}.version_advances", "version", judge_version(function)),
+            CheckSpec(f"{function}.values", "numerics", judge_values(function, "values")),
+            CheckSpec(f"{function}.half_precision", "numerics", judge_values(function, "half")),
+            CheckSpec(f"{function}.through_views", "numerics", judge_values(function, "views")),
+            CheckSpec(f"{function}.no_full_size_temporary", "allocation",
+                      judge_allocation(function)),
+        ]
+        if _second_arg(function):
+            checks.append(CheckSpec(f"{function}.other_input_untouched", "side_effect",
+                                    judge_other_untouched(function)))
+        if function == "clamp_":
+            checks.append(CheckSpec("clamp_.rejects_no_bounds", "api", judge_rejects))
+    return tuple(checks)
+
+
+LAB = Lab(
+    name="tensor_ops",
+    filename="tensor_ops.py",
+    functions=FUNCTIONS,
+    checks=_checks(),
+    cases=lab_cases,
+    forbidden_package="",
+    rubric_path=Path(__file__).with_name("rubric.toml"),
+)

@@ -1,0 +1,101 @@
+"""Child side of tensor_ops: call each function on each case and record what happened."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from grader.checks import tensors
+from grader.checks.allocation import AllocationTracker, HostMemoryMeter
+from grader.checks.api import describe_module
+from grader.labs.tensor_ops.cases import Case, build_args, build_base, build_other, view_of
+from grader.sandbox.child import call_student
+
+LAB_NAMES = ["relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_"]
+
+
+def prepare() -> None:
+    """Nothing to wrap: this lab forbids no package."""
+
+
+def warm_up() -> None:
+    """Runs once in the zygote (tiny ops only): the first dispatch mode imports a lot."""
+    with torch.no_grad(), AllocationTracker():
+        torch.zeros(2).add_(torch.ones(2), alpha=-0.1)
+
+
+def describe_api(module: ModuleType) -> dict[str, Any]:
+    return describe_module(module, LAB_NAMES)
+
+
+def probe(module: ModuleType, function: str, *, device: str, cases: list[Case]) -> dict[str, Any]:
+    target = getattr(module, function, None)
+    observed: dict[str, Any] = {}
+    for case in cases:
+        if target is None:
+            observed[case["id"]] = {"error": {"type": "AttributeError", "bases": [],
+                                              "message": f"no {function}", "location": "",
+                                              "traceback": ""}}
+        elif case["measure"] == "allocation":
+            observed[case["id"]] = probe_allocation(target, case, device)
+        elif case["measure"] == "rejects":
+            observed[case["id"]] = probe_rejects(target, case, device)
+        else:
+            observed[case["id"]] = probe_state(target, case, device)
+    return {"cases": observed, "policy_calls": []}
+
+
+def probe_state(function: Any, case: Case, device: str) -> dict[str, Any]:
+    base = build_base(case, device)
+    x = view_of(base, case["layout"])
+    other = build_other(case, device)
+    other_values = None if other is None else tensors.values(other)
+    other_version = None if other is None else tensors._version(other)
+    alias = tensors._detach(x)
+    before = tensors.state(x)
+    returned, error = call_student(function, *build_args(case, x, other), **case.get("kwargs", {}))
+    return {
+        "error": error,
+        "returned_is_x": returned is x,
+        "returned_type": type(returned).__name__,
+        "state_before": before,
+        "state_after": tensors.state(x),
+        "values": tensors.values(x),
+        "alias_values": tensors.values(alias),
+        "base_values": tensors.values(base),
+        "other_untouched": other is None or other_values is None or (
+            tensors.same_values(other, other_values) and tensors._version(other) == other_version),
+    }
+
+
+def probe_allocation(function: Any, case: Case, device: str) -> dict[str, Any]:
+    """Allocations only (a fresh input, no other observation: the meters disturb versions)."""
+    base = build_base(case, device)
+    x = view_of(base, case["layout"])
+    other = build_other(case, device)
+    args = build_args(case, x, other)
+    cuda = device == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        cuda_base = torch.cuda.memory_allocated()
+    with torch.no_grad(), HostMemoryMeter() as host, AllocationTracker() as tracker:
+        _, error = call_student(function, *args, **case.get("kwargs", {}))
+    cuda_peak = 0
+    if cuda:
+        torch.cuda.synchronize()
+        cuda_peak = torch.cuda.max_memory_allocated() - cuda_base
+    return {"error": error, "allocations": tracker.events, "numel": x.numel(),
+            "nbytes": x.numel() * x.element_size(), "host_peak_bytes": host.peak_bytes,
+            "cuda_peak_bytes": cuda_peak}
+
+
+def probe_rejects(function: Any, case: Case, device: str) -> dict[str, Any]:
+    """A call the function must refuse (clamp_ with neither bound), leaving `x` untouched."""
+    x = build_base(case, device)
+    values, version = tensors.values(x), tensors._version(x)
+    _, error = call_student(function, x, **case.get("kwargs", {}))
+    return {"error": None, "raised": error,
+            "untouched": tensors.same_values(x, values) and tensors._version(x) == version}
