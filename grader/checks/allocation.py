@@ -17,6 +17,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from grader.checks.findings import PASS, Finding, fail
+
 FULL_SIZE_FRACTION = 0.5
 
 
@@ -73,6 +75,49 @@ class HostMemoryMeter:
             tracemalloc.stop()
 
 
+class ProfilerMeter:
+    """Peak bytes from the profiler's raw allocator events during a call, and the op that
+    allocated at the peak. It sees memory allocated *inside* an op (logsumexp, median), which
+    the dispatch mode cannot; `prof.events()` hides those, so the raw kineto records are read
+    (torch-facts §2). The first profile in a process costs about a second: warm it once."""
+
+    def __enter__(self) -> ProfilerMeter:
+        from torch.profiler import ProfilerActivity, profile
+
+        self.peak_bytes = 0
+        self.peak_op = ""
+        self._profile = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+        self._profile.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._profile.__exit__(*exc_info)
+        events = list(self._profile.profiler.kineto_results.events())  # type: ignore[union-attr]
+        memory = sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns())
+        ops = [e for e in events if e.name() != "[memory]"]
+        current = 0
+        for event in memory:
+            current += event.nbytes()
+            if current > self.peak_bytes:
+                self.peak_bytes = current
+                self.peak_op = _innermost_op(ops, event.start_ns())
+
+
+def _innermost_op(ops: list[Any], when: int) -> str:
+    around = [op for op in ops if op.start_ns() <= when <= op.start_ns() + op.duration_ns()]
+    if not around:
+        return ""
+    inner = min(around, key=lambda op: op.duration_ns())
+    outer = max(around, key=lambda op: op.duration_ns())
+    return inner.name() if inner is outer else f"{inner.name()} (inside {outer.name()})"
+
+
+def warm_up_meters() -> None:
+    """Pay the meters' one-time start-up once (in the zygote): tiny ops only, no CUDA."""
+    with torch.no_grad(), ProfilerMeter(), AllocationTracker():
+        torch.zeros(2).add_(torch.ones(2), alpha=-0.1)
+
+
 def _op_name(func: Any) -> str:
     schema = getattr(func, "_schema", None)
     return schema.name if schema is not None else str(func)
@@ -88,6 +133,40 @@ def full_size_temporaries(events: list[dict[str, Any]], *, numel: int) -> list[d
 def host_temporary(peak_bytes: int, *, nbytes: int) -> bool:
     """A Python-heap peak at least half the size of the updated tensor (a numpy copy)."""
     return nbytes > 0 and peak_bytes >= FULL_SIZE_FRACTION * nbytes
+
+
+def kernel_temporary(peak_bytes: int, *, nbytes: int) -> bool:
+    """The profiler's threshold (torch-facts §2): more than a tenth of the tensor plus 4 KiB."""
+    return nbytes > 0 and peak_bytes > 0.1 * nbytes + 4096
+
+
+def judge_allocations(observed: dict[str, Any], *, function: str, tensor: str,
+                      where: Any = "") -> Finding:
+    """One verdict from the three meters, each naming what it found.
+
+    Dispatch tracker first (it names the aten op and dtype), then the profiler (allocations
+    inside an op, and on CUDA the device allocator's peak), then the Python heap (numpy).
+    """
+    big = full_size_temporaries(observed["allocations"], numel=observed["numel"])
+    if big:
+        first = big[0]
+        return fail("full_size_temporary", function=function, op=first["op"],
+                    size=describe_bytes(first["nbytes"]), dtype=first["dtype"],
+                    count=len(big), tensor=tensor, where=where)
+    nbytes = observed["nbytes"]
+    profiler_peak = observed.get("profiler_peak_bytes", 0)
+    if kernel_temporary(profiler_peak, nbytes=nbytes):
+        return fail("kernel_temporary", function=function, tensor=tensor, where=where,
+                    op=observed.get("profiler_peak_op") or "?",
+                    size=describe_bytes(profiler_peak))
+    cuda_peak = observed.get("cuda_peak_bytes", 0)
+    if kernel_temporary(cuda_peak, nbytes=nbytes):
+        return fail("kernel_temporary", function=function, tensor=tensor, where=where,
+                    op="CUDA", size=describe_bytes(cuda_peak))
+    if host_temporary(observed["host_peak_bytes"], nbytes=nbytes):
+        return fail("host_temporary", function=function, tensor=tensor,
+                    size=describe_bytes(observed["host_peak_bytes"]))
+    return PASS
 
 
 def describe_bytes(nbytes: int) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from grader.checks.allocation import describe_bytes, full_size_temporaries, host_temporary
+from grader.checks.allocation import judge_allocations
 from grader.checks.api import judge_signature
 from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
@@ -338,17 +338,8 @@ def judge_sgd_step_allocation(evidence: Evidence) -> Finding:
     error = _errors(evidence, "sgd_step", ["allocation"])
     if not error.passed:
         return error
-    observed = evidence.cases["allocation"]
-    big = full_size_temporaries(observed["allocations"], numel=observed["numel"])
-    if big:
-        first = big[0]
-        return fail("full_size_temporary", function="sgd_step", op=first["op"],
-                    size=describe_bytes(first["nbytes"]), dtype=first["dtype"],
-                    count=len(big), tensor="params[0]")
-    if host_temporary(observed["host_peak_bytes"], nbytes=observed["nbytes"]):
-        return fail("host_temporary", function="sgd_step", tensor="params[0]",
-                    size=describe_bytes(observed["host_peak_bytes"]))
-    return PASS
+    return judge_allocations(evidence.cases["allocation"], function="sgd_step",
+                             tensor="params[0]")
 
 
 def judge_sgd_step_grad(evidence: Evidence) -> Finding:

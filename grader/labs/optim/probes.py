@@ -12,7 +12,12 @@ from typing import Any
 import torch
 
 from grader.checks import tensors
-from grader.checks.allocation import AllocationTracker, HostMemoryMeter
+from grader.checks.allocation import (
+    AllocationTracker,
+    HostMemoryMeter,
+    ProfilerMeter,
+    warm_up_meters,
+)
 from grader.checks.api import describe_module
 from grader.checks.policy import CallRecorder
 from grader.labs.optim.cases import Case, attach_grads, build_params, step_grads
@@ -31,13 +36,8 @@ def prepare() -> None:
 
 
 def warm_up() -> None:
-    """Runs once in the zygote: tiny ops only (no OpenMP region, no CUDA), so forking stays safe.
-
-    The first dispatch mode in a process imports half a second of modules; children inherit
-    them instead of each paying it.
-    """
-    with torch.no_grad(), AllocationTracker():
-        torch.zeros(2).add_(torch.ones(2), alpha=-0.1)
+    """Runs once in the zygote: the meters' one-time start-up is paid here, not per child."""
+    warm_up_meters()
 
 
 def describe_api(module: ModuleType) -> dict[str, Any]:
@@ -100,12 +100,14 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str) -> dic
     params = build_params(case, device)
     attach_grads(params, case["grads"], case["seed"])
     if case.get("measure") == "allocation":
-        with torch.no_grad(), HostMemoryMeter() as host, AllocationTracker() as tracker:
+        with torch.no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \
+                AllocationTracker() as tracker:
             _, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
         largest = max(params, key=lambda p: p.numel())
         return {"error": error, "allocations": tracker.events, "numel": largest.numel(),
                 "nbytes": largest.numel() * largest.element_size(),
-                "host_peak_bytes": host.peak_bytes}
+                "host_peak_bytes": host.peak_bytes,
+                "profiler_peak_bytes": profiler.peak_bytes, "profiler_peak_op": profiler.peak_op}
     grads = [p.grad for p in params]
     grad_values = [None if g is None else tensors.values(g) for g in grads]
     grad_states = [None if g is None else tensors.state(g) for g in grads]

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from grader.checks.allocation import describe_bytes, full_size_temporaries, host_temporary
+from grader.checks.allocation import judge_allocations
 from grader.checks.api import judge_signature
 from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, fail, first_failure, phrase
@@ -248,17 +248,10 @@ def judge_allocation(function: str) -> Callable[[Evidence], Finding]:
             if not problem.passed:
                 return problem
             assert observed is not None
-            big = full_size_temporaries(observed["allocations"], numel=observed["numel"])
-            tensor = _first_arg(function)
-            if big:
-                first = big[0]
-                return fail("full_size_temporary", function=function, op=first["op"],
-                            size=describe_bytes(first["nbytes"]), dtype=first["dtype"],
-                            count=len(big), tensor=tensor, where=_describe(case))
-            peak = max(observed["host_peak_bytes"], observed.get("cuda_peak_bytes", 0))
-            if host_temporary(peak, nbytes=observed["nbytes"]):
-                return fail("host_temporary", function=function, tensor=tensor,
-                            size=describe_bytes(peak))
+            finding = judge_allocations(observed, function=function, where=_describe(case),
+                                        tensor=_first_arg(function))
+            if not finding.passed:
+                return finding
         return PASS
 
     return judge

@@ -8,7 +8,12 @@ from typing import Any
 import torch
 
 from grader.checks import tensors
-from grader.checks.allocation import AllocationTracker, HostMemoryMeter
+from grader.checks.allocation import (
+    AllocationTracker,
+    HostMemoryMeter,
+    ProfilerMeter,
+    warm_up_meters,
+)
 from grader.checks.api import describe_module
 from grader.labs.tensor_ops.cases import Case, build_args, build_base, build_other, view_of
 from grader.sandbox.child import call_student
@@ -21,9 +26,8 @@ def prepare() -> None:
 
 
 def warm_up() -> None:
-    """Runs once in the zygote (tiny ops only): the first dispatch mode imports a lot."""
-    with torch.no_grad(), AllocationTracker():
-        torch.zeros(2).add_(torch.ones(2), alpha=-0.1)
+    """Runs once in the zygote: the meters' one-time start-up is paid here, not per child."""
+    warm_up_meters()
 
 
 def describe_api(module: ModuleType) -> dict[str, Any]:
@@ -81,7 +85,8 @@ def probe_allocation(function: Any, case: Case, device: str) -> dict[str, Any]:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         cuda_base = torch.cuda.memory_allocated()
-    with torch.no_grad(), HostMemoryMeter() as host, AllocationTracker() as tracker:
+    with torch.no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \
+                AllocationTracker() as tracker:
         _, error = call_student(function, *args, **case.get("kwargs", {}))
     cuda_peak = 0
     if cuda:
@@ -89,6 +94,7 @@ def probe_allocation(function: Any, case: Case, device: str) -> dict[str, Any]:
         cuda_peak = torch.cuda.max_memory_allocated() - cuda_base
     return {"error": error, "allocations": tracker.events, "numel": x.numel(),
             "nbytes": x.numel() * x.element_size(), "host_peak_bytes": host.peak_bytes,
+                "profiler_peak_bytes": profiler.peak_bytes, "profiler_peak_op": profiler.peak_op,
             "cuda_peak_bytes": cuda_peak}
 
 
