@@ -108,9 +108,10 @@ ONLY_PROFILER_SEES = {  # memory allocated inside one op: below the dispatch mod
 ONLY_TRACEMALLOC_SEES = {"sgd_step_numpy"}  # numpy detours: invisible to both torch meters
 
 SUBMISSIONS = [p for p in CASES if p.parent.name in RUNS]
+IDS = [f"{p.parent.name}/{p.stem}" for p in SUBMISSIONS]
 
 
-@pytest.mark.parametrize("path", SUBMISSIONS, ids=[f"{p.parent.name}/{p.stem}" for p in SUBMISSIONS])
+@pytest.mark.parametrize("path", SUBMISSIONS, ids=IDS)
 def test_tracker_and_profiler_agree(path: Path) -> None:
     module = _load(path)
     if module is None:
