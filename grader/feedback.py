@@ -65,7 +65,8 @@ def fill(template: str, params: dict[str, Any], lang: str = "en") -> str:
              for key, value in params.items()}
     try:
         text = string.Formatter().vformat(template, (), _Lenient(words))
-        return re.sub(r"(?<=\S)  +(?=\S)", " ", text).strip()  # an empty fragment's gap
+        text = re.sub(r"(?<=\S)  +(?=\S)", " ", text)  # an empty fragment's gap
+        return re.sub(r"(?<=\S) +(?=[,;:.](\s|$))", "", text).strip()
     except (ValueError, TypeError, IndexError, KeyError):
         return template  # a value of the wrong type for its format spec
 

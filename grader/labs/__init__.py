@@ -11,7 +11,11 @@ from pathlib import Path
 
 from grader.labs.base import Lab
 
-LAB_FILES: dict[str, str] = {"optim": "optimizer.py", "tensor_ops": "tensor_ops.py"}
+LAB_FILES: dict[str, str] = {
+    "optim": "optimizer.py",
+    "tensor_ops": "tensor_ops.py",
+    "autograd": "autograd_inplace.py",
+}
 
 
 class UnknownLabError(ValueError):

@@ -1,0 +1,551 @@
+"""Grading-process side of the autograd lab: its cases, references and checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from grader.checks.allocation import full_size_temporaries
+from grader.checks.api import judge_signature
+from grader.checks.errors import error_finding
+from grader.checks.findings import PASS, Finding, fail, first_failure, phrase
+from grader.checks.numerics import mismatch
+from grader.labs.autograd.cases import (
+    DTYPES,
+    NONLEAF_SCALE,
+    Case,
+    build_start,
+    build_value,
+    draw,
+    loss_weights,
+)
+from grader.labs.base import CheckSpec, Evidence, Lab
+
+FUNCTIONS = ("update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias")
+IN_PLACE_ALLOWED = ("plain", "nonleaf", "no_grad_leaf")
+FORBIDDEN = ("leaf", "view_of_leaf")
+# SPEC: the fix creates at most five tensors the size of `x @ w`; dropping every in-place op
+# creates six.
+MAX_FULL_SIZE_TENSORS = 5
+
+
+# --- cases ---------------------------------------------------------------------------------
+
+@cache
+def _lab_cases(function: str) -> tuple[Case, ...]:
+    cases: list[Case] = []
+    if function == "update_leaf_":
+        for n, (dtype, value, has_grad, shape) in enumerate([
+            ("float32", "tensor", True, [4, 3]), ("float64", "tensor", False, [5]),
+            ("float32", "float", True, [2, 3]), ("float64", "row", True, [3, 4]),
+            ("float32", "tensor", False, []),
+        ]):
+            case = {"id": f"leaf.{n}", "kind": "leaf", "dtype": dtype, "shape": shape,
+                    "seed": 40 + n, "value": "tensor" if value == "row" else value,
+                    "has_grad": has_grad}
+            if value == "row":
+                case["value_shape"] = shape[-1:]
+            cases.append(case)
+    elif function == "add_or_copy":
+        n = 0
+        for dtype in ("float32", "float64"):
+            for kind in (*IN_PLACE_ALLOWED, *FORBIDDEN):
+                for value in ("tensor", "float"):
+                    case = {"id": f"{kind}.{dtype}.{value}", "kind": kind, "dtype": dtype,
+                            "shape": [4, 3], "seed": 60 + n, "value": value,
+                            "group": "allowed" if kind in IN_PLACE_ALLOWED else "forbidden"}
+                    if kind == "view_of_leaf":
+                        case["value_shape"] = [2, 3]  # the view is rows 1:3 of the leaf
+                    cases.append(case)
+                    n += 1
+        cases += [
+            {"id": "error.broadcast", "kind": "plain", "dtype": "float32", "shape": [3],
+             "value_shape": [2, 3], "seed": 90, "group": "error"},
+            {"id": "error.type", "kind": "plain", "dtype": "float32", "shape": [3],
+             "value": "string", "seed": 91, "group": "error"},
+            {"id": "error.leaf_shape", "kind": "nonleaf", "dtype": "float32", "shape": [3],
+             "value_shape": [2, 3], "seed": 92, "group": "error"},
+        ]
+    elif function == "fixed_block":
+        cases += [
+            {"id": "float32", "dtype": "float32", "x_shape": [8, 6], "w_shape": [6, 5],
+             "seed": 70, "measure": "state"},
+            {"id": "float64", "dtype": "float64", "x_shape": [3, 4], "w_shape": [4, 2],
+             "seed": 71, "measure": "state"},
+            {"id": "gradcheck", "dtype": "float64", "x_shape": [3, 4], "w_shape": [4, 2],
+             "seed": 72, "measure": "gradcheck"},
+            {"id": "allocation", "dtype": "float32", "x_shape": [64, 48], "w_shape": [48, 96],
+             "seed": 73, "measure": "allocation"},
+        ]
+    else:  # snapshot, alias
+        cases += [{"id": kind, "kind": kind, "dtype": "float32", "shape": [4, 3], "seed": 80 + n}
+                  for n, kind in enumerate(("leaf", "nonleaf", "plain", "transposed",
+                                            "zero_dim", "view_of_leaf"))]
+    return tuple(cases)
+
+
+def lab_cases(function: str) -> list[Case]:
+    return list(_lab_cases(function))
+
+
+def _cases(function: str, group: str | None = None) -> list[Case]:
+    return [c for c in _lab_cases(function) if group is None or c.get("group") == group]
+
+
+# --- references ------------------------------------------------------------------------------
+
+def _start_values(case: Case) -> torch.Tensor:
+    t, _ = build_start(case, "cpu")
+    return t.detach().double()
+
+
+def _value64(case: Case) -> Any:
+    value = build_value(case, "cpu")
+    return value.double() if isinstance(value, torch.Tensor) else value
+
+
+@cache
+def _expected_add(function: str, case_id: str) -> torch.Tensor:
+    case = next(c for c in _lab_cases(function) if c["id"] == case_id)
+    return (_start_values(case) + _value64(case)).to(DTYPES[case["dtype"]])
+
+
+@cache
+def _expected_leaf_grad(case_id: str) -> torch.Tensor | None:
+    """The gradient the source leaf should receive from `(result * weights).sum()`."""
+    case = next(c for c in _lab_cases("add_or_copy") if c["id"] == case_id)
+    if case["kind"] == "plain":
+        return None
+    start = _start_values(case)
+    weights = loss_weights(list(start.shape), case, "cpu").double()
+    if case["kind"] == "nonleaf":
+        grad = NONLEAF_SCALE * weights
+    elif case["kind"] == "view_of_leaf":
+        grad = torch.zeros(case["shape"], dtype=torch.float64)
+        grad[1:3] = weights
+    else:
+        grad = weights
+    return grad.to(DTYPES[case["dtype"]])
+
+
+@cache
+def _expected_error(case_id: str) -> tuple[str, str]:
+    """The error torch itself raises for `t.add_(value)` on this case: (type, first line)."""
+    case = next(c for c in _lab_cases("add_or_copy") if c["id"] == case_id)
+    t, _ = build_start(case, "cpu")
+    try:
+        t.add_(build_value(case, "cpu"))
+    except Exception as exc:  # the reference error, raised by torch on our own tensors
+        return type(exc).__name__, str(exc).splitlines()[0][:500]
+    raise RuntimeError(f"case {case_id} was expected to raise")
+
+
+def _reference_block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return ((x @ w).relu().sigmoid() * 2).exp().add(1).sum()
+
+
+@cache
+def _expected_block(case_id: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(value, x.grad, w.grad) of the out-of-place block, in float64, cast to the case dtype."""
+    case = next(c for c in _lab_cases("fixed_block") if c["id"] == case_id)
+    x = draw(case["x_shape"], case["seed"], case["dtype"], "cpu").double().requires_grad_()
+    w = draw(case["w_shape"], case["seed"] + 1, case["dtype"], "cpu").double().requires_grad_()
+    value = _reference_block(x, w)
+    value.backward()
+    dtype = DTYPES[case["dtype"]]
+    assert x.grad is not None and w.grad is not None
+    return value.detach().to(dtype), x.grad.to(dtype), w.grad.to(dtype)
+
+
+# --- judging helpers ---------------------------------------------------------------------------
+
+def _each(evidence: Evidence, function: str, cases: list[Case], *, allow_error: bool = False):
+    """(case, observation) pairs; stops at the first case that raised, returning its finding."""
+    for case in cases:
+        observed = evidence.cases.get(case["id"])
+        if observed is None:
+            yield case, None, fail("no_observation", function=function, case=case["id"])
+            return
+        if observed.get("error") and not allow_error:
+            yield case, observed, error_finding(observed["error"], function=function,
+                                                case_id=case["id"])
+            return
+        yield case, observed, PASS
+
+
+def _judge_cases(function: str, cases: Callable[[], list[Case]],
+                 rule: Callable[[Case, dict[str, Any]], Finding | None],
+                 *, allow_error: bool = False) -> Callable[[Evidence], Finding]:
+    """A judge that applies `rule` to each case's observation; the first failure wins."""
+    def judge(evidence: Evidence) -> Finding:
+        for case, observed, problem in _each(evidence, function, cases(),
+                                             allow_error=allow_error):
+            if not problem.passed:
+                return problem
+            assert observed is not None
+            finding = rule(case, observed)
+            if finding is not None and not finding.passed:
+                return finding
+        return PASS
+
+    return judge
+
+
+def _kind(case: Case) -> Any:
+    """What the function received, as a noun phrase ("float32 leaf that requires grad")."""
+    return phrase(f"kind_{case.get('kind', 'leaf')}", dtype=case["dtype"])
+
+
+def _for(case: Case) -> Any:
+    """`_kind` as a where-fragment ("for a float32 leaf that requires grad")."""
+    return phrase("for_kind", kind=_kind(case))
+
+
+def _values(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str, case: Case
+            ) -> Finding | None:
+    found = mismatch(actual, expected)
+    if found is None:
+        return None
+    if found["reason"] == "shape":
+        return fail("shape_mismatch", tensor=tensor, where=_for(case),
+                    expected=found["expected_shape"], got=found["actual_shape"])
+    return fail("values_mismatch", tensor=tensor, where=_for(case), **found)
+
+
+# --- update_leaf_ ------------------------------------------------------------------------------
+
+def _leaf_cases() -> list[Case]:
+    return _cases("update_leaf_")
+
+
+def _update_identity(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if not obs["returned_is_leaf"]:
+        return fail("not_returned", function="update_leaf_", tensor="leaf", where=_for(case),
+                    got=phrase("new_tensor"))
+    return None
+
+
+def _update_storage(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
+        return fail("storage_replaced", function="update_leaf_", tensor="leaf", where="")
+    if not torch.equal(obs["alias_values"].nan_to_num(), obs["values"].nan_to_num()):
+        return fail("writes_elsewhere", function="update_leaf_", tensor="leaf")
+    return None
+
+
+def _update_version(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if obs["state_after"]["version"] <= obs["state_before"]["version"]:
+        return fail("version_unchanged", function="update_leaf_", tensor="leaf",
+                    version=obs["state_before"]["version"], where="")
+    return None
+
+
+def _update_history(case: Case, obs: dict[str, Any]) -> Finding | None:
+    after = obs["state_after"]
+    if not (after["is_leaf"] and after["requires_grad"] and after["grad_fn"] is None):
+        return fail("param_history", function="update_leaf_", tensor="leaf",
+                    is_leaf=after["is_leaf"], requires_grad=after["requires_grad"],
+                    grad_fn=after["grad_fn"] or "None")
+    return None
+
+
+def _update_grad(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if not obs["grad_kept"]:
+        return fail("grad_lost", function="update_leaf_", tensor="leaf.grad")
+    return None
+
+
+def _update_values(case: Case, obs: dict[str, Any]) -> Finding | None:
+    return _values(obs["values"], _expected_add("update_leaf_", case["id"]), tensor="leaf",
+                   case=case)
+
+
+# --- add_or_copy -------------------------------------------------------------------------------
+
+def _returned_pair(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if "flag" not in obs:
+        return fail("add_or_copy_return", got=obs.get("shape_of_return", "?"))
+    return None
+
+
+def _add_in_place(case: Case, obs: dict[str, Any]) -> Finding | None:
+    bad = _returned_pair(case, obs)
+    if bad is not None:
+        return bad
+    if obs["flag"] is not True or not obs["result_is_t"]:
+        return fail("add_or_copy_not_in_place", where=_kind(case), flag=obs["flag"])
+    return None
+
+
+def _add_fallback(case: Case, obs: dict[str, Any]) -> Finding | None:
+    bad = _returned_pair(case, obs)
+    if bad is not None:
+        return bad
+    if obs["flag"] is not False or obs["result_is_t"]:
+        return fail("add_or_copy_no_fallback", where=_kind(case), flag=obs["flag"])
+    return None
+
+
+def _add_values(case: Case, obs: dict[str, Any]) -> Finding | None:
+    bad = _returned_pair(case, obs)
+    if bad is not None:
+        return bad
+    if not obs["result_is_tensor"]:
+        return fail("add_or_copy_return", got="not a tensor")
+    return _values(obs["result_values"], _expected_add("add_or_copy", case["id"]),
+                   tensor="result", case=case)
+
+
+def _add_t_untouched(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if not obs["t_untouched"]:
+        return fail("input_modified", function="add_or_copy", tensor="t", where=_for(case))
+    return None
+
+
+def _add_version(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if not obs["t_version_advanced"]:
+        return fail("version_unchanged", function="add_or_copy", tensor="t", version="v",
+                    where=_for(case))
+    return None
+
+
+def _add_graph(case: Case, obs: dict[str, Any]) -> Finding | None:
+    bad = _returned_pair(case, obs)
+    if bad is not None:
+        return bad
+    expected = _expected_leaf_grad(case["id"])
+    if expected is None:
+        return None
+    if obs.get("backward_error"):
+        return error_finding(obs["backward_error"], function="add_or_copy", case_id=case["id"])
+    got = obs.get("leaf_grad")
+    if got is None:
+        return fail("graph_lost", function="add_or_copy", where=_kind(case))
+    return _values(got, expected, tensor="leaf.grad", case=case)
+
+
+def _add_error(case: Case, obs: dict[str, Any]) -> Finding | None:
+    error_type, message = _expected_error(case["id"])
+    raised = obs.get("error")
+    if raised is None:
+        return fail("error_swallowed", function="add_or_copy", error_type=error_type,
+                    error=message, where=phrase("error_case", case=case["id"]))
+    if raised["type"] == "NotImplementedError":
+        return fail("not_implemented", function="add_or_copy")
+    if raised["type"] != error_type or raised["message"] != message:
+        return fail("error_changed", function="add_or_copy", error_type=error_type,
+                    error=message, got_type=raised["type"], got_error=raised["message"])
+    return None
+
+
+# --- fixed_block -------------------------------------------------------------------------------
+
+def _block_cases(measure: str) -> Callable[[], list[Case]]:
+    return lambda: [c for c in _lab_cases("fixed_block") if c["measure"] == measure]
+
+
+def _block_values(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if "value" not in obs:
+        return fail("block_not_tensor", got=obs.get("value_type", "?"))
+    value, x_grad, w_grad = _expected_block(case["id"])
+    findings = [_values(obs["value"], value, tensor="fixed_block(x, w)", case=case)]
+    if not obs.get("backward_error"):
+        for name, got, want in (("x.grad", obs["x_grad"], x_grad), ("w.grad", obs["w_grad"],
+                                                                     w_grad)):
+            findings.append(fail("graph_lost", function="fixed_block", where=name)
+                            if got is None else _values(got, want, tensor=name, case=case))
+    return first_failure([f for f in findings if f is not None])
+
+
+def _block_backward(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if obs.get("backward_error"):
+        return error_finding(obs["backward_error"], function="fixed_block", case_id=case["id"])
+    return None
+
+
+def _block_gradcheck(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if obs["gradcheck"]:
+        return None
+    error = obs.get("gradcheck_error") or {}
+    if error.get("type") == "NotImplementedError":
+        return fail("not_implemented", function="fixed_block")
+    if error and error.get("type") != "GradcheckError":
+        return error_finding(error, function="fixed_block", case_id=case["id"])
+    return fail("gradcheck_failed", function="fixed_block",
+                error=(error.get("message") or "")[:200])
+
+
+def _block_inputs(case: Case, obs: dict[str, Any]) -> Finding | None:
+    if not obs["inputs_untouched"]:
+        return fail("input_modified", function="fixed_block", tensor="x, w", where="")
+    return None
+
+
+def _block_allocation(case: Case, obs: dict[str, Any]) -> Finding | None:
+    numel = obs["numel"]
+    full = [e for e in full_size_temporaries(obs["allocations"], numel=numel)
+            if e["numel"] == numel]
+    if len(full) > MAX_FULL_SIZE_TENSORS:
+        return fail("too_many_tensors", function="fixed_block", count=len(full),
+                    limit=MAX_FULL_SIZE_TENSORS, ops=", ".join(e["op"] for e in full))
+    return None
+
+
+# --- snapshot and alias --------------------------------------------------------------------------
+
+def _snap_cases() -> list[Case]:
+    return _cases("snapshot")
+
+
+def _alias_cases() -> list[Case]:
+    return _cases("alias")
+
+
+def _result_tensor(function: str) -> Callable[[Case, dict[str, Any]], Finding | None]:
+    def rule(case: Case, obs: dict[str, Any]) -> Finding | None:
+        if "values" not in obs:
+            return fail("not_a_tensor", function=function, got=obs.get("result_type", "?"))
+        return None
+
+    return rule
+
+
+def _copy_values(function: str) -> Callable[[Case, dict[str, Any]], Finding | None]:
+    def rule(case: Case, obs: dict[str, Any]) -> Finding | None:
+        return _result_tensor(function)(case, obs) or _values(
+            obs["values"], _start_values(case).to(DTYPES[case["dtype"]]),
+            tensor=f"{function}(t)", case=case)
+
+    return rule
+
+
+def _snap_storage(case: Case, obs: dict[str, Any]) -> Finding | None:
+    bad = _result_tensor("snapshot")(case, obs)
+    if bad is not None:
+        return bad
+    if obs["shares_storage"] or obs["sees_later_writes"]:
+        return fail("snapshot_shares_memory", where=_kind(case))
+    return None
+
+
+def _no_link(function: str) -> Callable[[Case, dict[str, Any]], Finding | None]:
+    def rule(case: Case, obs: dict[str, Any]) -> Finding | None:
+        bad = _result_tensor(function)(case, obs)
+        if bad is not None:
+            return bad
+        state = obs["state"]
+        if state["requires_grad"] or state["grad_fn"] is not None:
+            return fail("autograd_link", function=function, where=_kind(case),
+                        requires_grad=state["requires_grad"], grad_fn=state["grad_fn"] or "None")
+        return None
+
+    return rule
+
+
+def _t_untouched(function: str) -> Callable[[Case, dict[str, Any]], Finding | None]:
+    def rule(case: Case, obs: dict[str, Any]) -> Finding | None:
+        if not obs["t_untouched"]:
+            return fail("input_modified", function=function, tensor="t", where=_for(case))
+        return None
+
+    return rule
+
+
+def _alias_storage(case: Case, obs: dict[str, Any]) -> Finding | None:
+    bad = _result_tensor("alias")(case, obs)
+    if bad is not None:
+        return bad
+    if not obs["same_ptr"]:
+        return fail("alias_not_shared", where=_kind(case))
+    return None
+
+
+def _alias_version(case: Case, obs: dict[str, Any]) -> Finding | None:
+    bad = _result_tensor("alias")(case, obs)
+    if bad is not None:
+        return bad
+    if not obs["shares_version"]:
+        return fail("alias_version", where=_kind(case))
+    return None
+
+
+# --- checks ----------------------------------------------------------------------------------
+
+SIGNATURES: dict[str, list[tuple[str, str | None]]] = {
+    "update_leaf_": [("leaf", None), ("delta", None)],
+    "add_or_copy": [("t", None), ("value", None)],
+    "fixed_block": [("x", None), ("w", None)],
+    "snapshot": [("t", None)],
+    "alias": [("t", None)],
+}
+
+
+def judge_api(function: str) -> Callable[[Evidence], Finding]:
+    def judge(evidence: Evidence) -> Finding:
+        return judge_signature(evidence.api.get(function), name=function, kind="function",
+                               parameters=SIGNATURES[function])
+
+    return judge
+
+
+def _checks() -> tuple[CheckSpec, ...]:
+    def spec(check_id: str, kind: Any, cases: Callable[[], list[Case]],
+             rule: Callable[[Case, dict[str, Any]], Finding | None], **options: Any) -> CheckSpec:
+        function = check_id.split(".")[0]
+        return CheckSpec(check_id, kind, _judge_cases(function, cases, rule, **options))
+
+    allowed = lambda: _cases("add_or_copy", "allowed")  # noqa: E731
+    forbidden = lambda: _cases("add_or_copy", "forbidden")  # noqa: E731
+    errors = lambda: _cases("add_or_copy", "error")  # noqa: E731
+    both = lambda: allowed() + forbidden()  # noqa: E731
+    checks = [CheckSpec(f"{f}.signature", "api", judge_api(f), per_device=False)
+              for f in FUNCTIONS]
+    checks += [
+        spec("update_leaf_.returns_leaf", "identity", _leaf_cases, _update_identity),
+        spec("update_leaf_.same_memory", "storage", _leaf_cases, _update_storage),
+        spec("update_leaf_.version_advances", "version", _leaf_cases, _update_version),
+        spec("update_leaf_.no_history", "autograd", _leaf_cases, _update_history),
+        spec("update_leaf_.keeps_grad", "side_effect", _leaf_cases, _update_grad),
+        spec("update_leaf_.values", "numerics", _leaf_cases, _update_values),
+        spec("add_or_copy.in_place_when_allowed", "identity", allowed, _add_in_place),
+        spec("add_or_copy.version_advances", "version", allowed, _add_version),
+        spec("add_or_copy.falls_back_when_forbidden", "autograd", forbidden, _add_fallback),
+        spec("add_or_copy.fallback_leaves_t", "side_effect", forbidden, _add_t_untouched),
+        spec("add_or_copy.values", "numerics", both, _add_values),
+        spec("add_or_copy.keeps_graph", "autograd", both, _add_graph),
+        spec("add_or_copy.other_errors_propagate", "autograd", errors, _add_error,
+             allow_error=True),
+        spec("fixed_block.values_and_gradients", "numerics", _block_cases("state"),
+             _block_values),
+        spec("fixed_block.backward_runs", "autograd", _block_cases("state"), _block_backward),
+        spec("fixed_block.gradcheck", "autograd", _block_cases("gradcheck"), _block_gradcheck),
+        spec("fixed_block.inputs_untouched", "side_effect", _block_cases("state"),
+             _block_inputs),
+        spec("fixed_block.keeps_safe_in_place", "allocation", _block_cases("allocation"),
+             _block_allocation),
+        spec("snapshot.values", "numerics", _snap_cases, _copy_values("snapshot")),
+        spec("snapshot.own_memory", "storage", _snap_cases, _snap_storage),
+        spec("snapshot.no_autograd_link", "autograd", _snap_cases, _no_link("snapshot")),
+        spec("snapshot.t_untouched", "side_effect", _snap_cases, _t_untouched("snapshot")),
+        spec("alias.values", "numerics", _alias_cases, _copy_values("alias")),
+        spec("alias.same_memory", "storage", _alias_cases, _alias_storage),
+        spec("alias.shares_version", "version", _alias_cases, _alias_version),
+        spec("alias.no_history", "autograd", _alias_cases, _no_link("alias")),
+        spec("alias.t_untouched", "side_effect", _alias_cases, _t_untouched("alias")),
+    ]
+    return tuple(checks)
+
+
+LAB = Lab(
+    name="autograd",
+    filename="autograd_inplace.py",
+    functions=FUNCTIONS,
+    checks=_checks(),
+    cases=lab_cases,
+    forbidden_package="",
+    rubric_path=Path(__file__).with_name("rubric.toml"),
+)
