@@ -51,7 +51,8 @@ def build_value(case: Case, device: str) -> Any:
         return 0.75
     if value == "string":
         return "one"
-    return draw(case.get("value_shape", case["shape"]), case["seed"] + 1, case["dtype"], device)
+    shape: list[int] = case["value_shape"] if "value_shape" in case else case["shape"]
+    return draw(shape, case["seed"] + 1, case["dtype"], device)
 
 
 def loss_weights(shape: list[int], case: Case, device: str) -> torch.Tensor:
