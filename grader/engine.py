@@ -20,8 +20,7 @@ from grader.checks.findings import Finding, fail
 from grader.labs import check_lab_name, get_lab, infer_lab_name
 from grader.labs.base import CheckSpec, Evidence, Lab
 from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
-from grader.sandbox import Sandbox, UnitOutcome
-from grader.sandbox.protocol import IMPORT_UNIT
+from grader.sandbox import Sandbox, TaskSpec
 from grader.submission import Submission, load_submission
 
 
@@ -132,21 +131,19 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
     from grader.checks.policy import static_uses
 
     target = sandbox.new_submission_file(submission.source)
-    outcome, record, log = sandbox.run(lab=lab.name, function=IMPORT_UNIT, submission=target,
-                                       limits=options.limits)
-    problem = _unit_problem(outcome, record, "import", options.limits, submission)
+    tasks = [TaskSpec(function, device, lab.cases(function))
+             for function in lab.functions for device in devices]
+    job = sandbox.run_job(lab=lab.name, submission=target, tasks=tasks, limits=options.limits)
+    problem = _problem(job.outcome.api_status, job.outcome.api_signal,
+                       job.outcome.api_exit_code, job.api, "import", options.limits, submission)
     if problem is not None:
         return [
-            _runtime_result(lab, function, device, problem, rubric, options.lang, log,
-                            include_shared=True)
-            for function in lab.functions for device in devices[:1]
-        ] + [
-            _runtime_result(lab, function, device, problem, rubric, options.lang, log,
-                            include_shared=False)
-            for function in lab.functions for device in devices[1:]
+            _runtime_result(lab, function, device, problem, rubric, options.lang, job.log,
+                            include_shared=index == 0)
+            for function in lab.functions for index, device in enumerate(devices)
         ]
-    assert record is not None
-    api = record["api"]
+    assert job.api is not None
+    api = job.api["api"]
     static = (static_uses(submission.source, package=lab.forbidden_package,
                           names=list(lab.functions)) if lab.forbidden_package
               else {name: [] for name in lab.functions})
@@ -155,27 +152,26 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
         policy_calls: list[str] = []
         first_cases: dict[str, Any] = {}
         unit_keys: list[str] = []
-        for device in devices:
-            outcome, record, log = sandbox.run(lab=lab.name, function=function,
-                                               submission=target, device=device,
-                                               cases=lab.cases(function),
-                                               limits=options.limits)
-            problem = _unit_problem(outcome, record, function, options.limits, submission)
-            if problem is not None:
-                results.append(_runtime_result(lab, function, device, problem, rubric,
-                                               options.lang, log, include_shared=False))
+        for task, (outcome, record) in zip(tasks, job.tasks, strict=True):
+            if task.function != function:
                 continue
-            assert record is not None
+            problem = _problem(outcome.status, outcome.signal, outcome.exit_code, record,
+                               function, options.limits, submission)
+            if problem is not None or record is None:
+                problem = problem or fail("no_result", function=function)
+                results.append(_runtime_result(lab, function, task.device, problem, rubric,
+                                               options.lang, job.log, include_shared=False))
+                continue
             observations = record["observations"]
             policy_calls += observations.get("policy_calls", [])
             first_cases = first_cases or observations["cases"]
             evidence = Evidence(api=api, static_policy=static[function], policy_calls=[],
-                                cases=observations["cases"], device=device)
+                                cases=observations["cases"], device=task.device)
             for check in lab.checks_for(function):
                 if check.per_device and _enabled(check, rubric):
                     finding = _judge(check, evidence)
                     unit_keys.append(finding.key)
-                    results.append(_result(check, device, finding, rubric, options.lang))
+                    results.append(_result(check, task.device, finding, rubric, options.lang))
         shared = Evidence(api=api, static_policy=static[function], policy_calls=policy_calls,
                           cases=first_cases)
         # A function whose every check says "not implemented" earns no api or policy points.
@@ -204,17 +200,19 @@ def _ordered(lab: Lab, results: list[CheckResult]) -> list[CheckResult]:
                                           order.get(r.id, -1)))
 
 
-def _unit_problem(outcome: UnitOutcome, record: dict[str, Any] | None, function: str,
-                  limits: Limits, submission: Submission) -> Finding | None:
-    if outcome.status == "timeout":
+def _problem(status: str, signal_number: int | None, exit_code: int | None,
+             record: dict[str, Any] | None, function: str, limits: Limits,
+             submission: Submission) -> Finding | None:
+    """Why a task (or the import) produced nothing to judge, as a finding; None if it did."""
+    if status == "timeout":
         return fail("timeout", function=function, timeout=limits.timeout_s)
-    if outcome.status == "signaled":
-        number = outcome.signal or 0
+    if status == "signaled":
+        number = signal_number or 0
         name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else "?"
         return fail("signaled", function=function, signal=number, signal_name=name)
-    if outcome.status == "exited":
-        return fail("exited", function=function, exit_code=outcome.exit_code)
-    if outcome.status == "no_result" or record is None:
+    if status == "exited":
+        return fail("exited", function=function, exit_code=exit_code)
+    if status != "ok" or record is None:
         return fail("no_result", function=function)
     error = record.get("import_error")
     if error is not None:

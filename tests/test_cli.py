@@ -56,7 +56,8 @@ def test_korean_feedback() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["check", "missing.py"], "no such file"),
-    (["check", str(SOLUTION), "--lab", "nope"], "unknown lab 'nope'; available: optim"),
+    (["check", str(SOLUTION), "--lab", "nope"],
+     "unknown lab 'nope'; available: autograd, optim, tensor_ops"),
     (["check", str(Path(__file__))], "cannot tell the lab"),
     (["check", str(SOLUTION), "--rubric", "missing.toml"], "cannot read the rubric file"),
 ])

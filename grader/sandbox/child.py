@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from grader.sandbox.limits import apply_rlimits
-from grader.sandbox.protocol import IMPORT_UNIT, Unit
+from grader.sandbox.protocol import Job
 
 SUBMISSION_MODULE = "submission"
 
@@ -63,7 +63,7 @@ def import_submission(path: str) -> ModuleType:
 
 def redirect_output(log_path: str) -> None:
     """Student prints go to a log file, never to the grader's protocol pipe."""
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null_fd = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null_fd, 0)
     os.dup2(log_fd, 1)
@@ -75,43 +75,58 @@ def redirect_output(log_path: str) -> None:
     sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
 
 
-def run_unit(unit: Unit) -> dict[str, Any]:
-    """Import the submission and probe one function; exceptions become observations."""
+def _progress(fd: int, message: str) -> None:
+    os.write(fd, f"{message}\n".encode())
+
+
+def _save(record: dict[str, Any], path: str) -> None:
+    import torch
+
+    torch.save(record, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
+    """Import the submission, describe its API, then run the tasks from `first_task` on.
+
+    Progress goes to the zygote as lines: `I` (imported), `S n` (task n started), `D n` (done).
+    """
     import torch
 
     torch.set_num_threads(1)  # a forked child must not join the parent's OpenMP pool
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    lab_probes = importlib.import_module(f"grader.labs.{unit.lab}.probes")
-    record: dict[str, Any] = {"nonce": unit.nonce, "unit_id": unit.unit_id}
-    record["limits"] = apply_rlimits(unit)
+    lab_probes = importlib.import_module(f"grader.labs.{job.lab}.probes")
+    remaining = len(job.tasks) - first_task
+    limits = apply_rlimits(job, cpu_budget_s=job.timeout_s * max(remaining, 1) + 5,
+                           cuda=any(t.device == "cuda" for t in job.tasks[first_task:]))
     lab_probes.prepare()
+    header = {"nonce": job.nonce, "limits": limits}
     try:
-        module = import_submission(unit.submission_path)
+        module = import_submission(job.submission_path)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import count too
-        record["import_error"] = describe_exception(exc)
-        return record
-    if unit.function == IMPORT_UNIT:
-        record["api"] = lab_probes.describe_api(module)
-    else:
-        record["observations"] = lab_probes.probe(
-            module, unit.function, device=unit.device, cases=unit.cases
-        )
-    return record
+        _save({**header, "import_error": describe_exception(exc)}, job.api_path)
+        _progress(progress_fd, "I")
+        return
+    if first_task == 0:
+        _save({**header, "api": lab_probes.describe_api(module)}, job.api_path)
+    _progress(progress_fd, "I")
+    for index in range(first_task, len(job.tasks)):
+        task = job.tasks[index]
+        _progress(progress_fd, f"S {index}")
+        observations = lab_probes.probe(module, task.function, device=task.device,
+                                        cases=task.cases)
+        _save({**header, "observations": observations}, task.result_path)
+        _progress(progress_fd, f"D {index}")
 
 
-def child_main(unit: Unit) -> None:
+def child_main(job: Job, *, first_task: int, progress_fd: int) -> None:
     """Entry point right after fork; always ends with os._exit."""
     code = 1
     try:
         os.setsid()
-        redirect_output(unit.log_path)
-        record = run_unit(unit)
-        import torch
-
-        tmp_path = unit.result_path + ".tmp"
-        torch.save(record, tmp_path)
-        os.replace(tmp_path, unit.result_path)
+        redirect_output(job.log_path)
+        run_job(job, first_task=first_task, progress_fd=progress_fd)
         code = 0
     except BaseException:
         traceback.print_exc()

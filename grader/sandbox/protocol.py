@@ -1,4 +1,10 @@
-"""Messages between the grading process and the zygote: one JSON line each way per unit."""
+"""Messages between the grading process and the zygote: one JSON line each way per job.
+
+A job is one submission: the child imports it once, describes its API, then runs one task per
+(lab function, device), reporting progress on a private pipe so the zygote can give each task
+its own time limit and, when a task hangs or kills the process, start a fresh child for the
+tasks after it.
+"""
 
 from __future__ import annotations
 
@@ -6,39 +12,56 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-IMPORT_UNIT = "__import__"
-
-OutcomeStatus = Literal["ok", "timeout", "signaled", "exited", "no_result"]
+OutcomeStatus = Literal["ok", "timeout", "signaled", "exited", "no_result", "not_run"]
 
 
-class Unit(BaseModel):
-    """One piece of untrusted work: probe one lab function on one device."""
+class Task(BaseModel):
+    """Probe one lab function on one device."""
 
     model_config = ConfigDict(extra="forbid")
 
-    unit_id: str
-    lab: str
-    function: str = Field(description=f"A lab function, or {IMPORT_UNIT!r} to inspect the API.")
+    function: str
     device: str = "cpu"
-    submission_path: str
+    cases: list[dict[str, Any]] = Field(default_factory=list)
     result_path: str
+
+
+class Job(BaseModel):
+    """All the untrusted work for one submission."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    lab: str
+    submission_path: str
+    api_path: str
     log_path: str
     nonce: str
-    cases: list[dict[str, Any]] = Field(default_factory=list)
+    tasks: list[Task]
     timeout_s: float
     memory_bytes: int
     file_size_bytes: int
     open_files: int
 
 
-class UnitOutcome(BaseModel):
-    """How the child ended, as seen by the zygote (never by the child itself)."""
+class TaskOutcome(BaseModel):
+    """How a task ended, as seen by the zygote (never by the child itself)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    unit_id: str
     status: OutcomeStatus
     exit_code: int | None = None
     signal: int | None = None
     wall_s: float = 0.0
+
+
+class JobOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    api_status: OutcomeStatus
+    api_exit_code: int | None = None
+    api_signal: int | None = None
+    tasks: list[TaskOutcome]
+    children: int = Field(description="Processes forked for this job (1 unless a task failed).")
     leftover_processes: int = 0

@@ -7,12 +7,13 @@ import secrets
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from grader.models import Limits
-from grader.sandbox.protocol import Unit, UnitOutcome
+from grader.sandbox.protocol import Job, JobOutcome, Task, TaskOutcome
 
 # Variables the child must not inherit or must have: one thread per child (fork + OpenMP
 # hazard, reproducible fp32 sums), a small malloc arena count (RLIMIT_AS headroom), NVML-based
@@ -27,6 +28,25 @@ _CHILD_ENV = {
 }
 _KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES",
              "LD_LIBRARY_PATH", "TMPDIR")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What to probe: one lab function on one device, with its cases."""
+
+    function: str
+    device: str
+    cases: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What came back: how the child(ren) ended, and the records they wrote (None: none)."""
+
+    outcome: JobOutcome
+    api: dict[str, Any] | None
+    tasks: list[tuple[TaskOutcome, dict[str, Any] | None]]
+    log: str
 
 
 class SandboxError(RuntimeError):
@@ -98,55 +118,50 @@ class Sandbox:
             self._read_line()
             self._ready = True
 
-    def run(
-        self,
-        *,
-        lab: str,
-        function: str,
-        submission: Path,
-        device: str = "cpu",
-        cases: list[dict[str, Any]] | None = None,
-        limits: Limits | None = None,
-    ) -> tuple[UnitOutcome, dict[str, Any] | None, str]:
-        """Run one unit; return its outcome, the child's record (None if none) and its log."""
-        import torch
-
+    def run_job(self, *, lab: str, submission: Path, tasks: list[TaskSpec],
+                limits: Limits | None = None) -> JobResult:
+        """Run one submission's tasks; observations are loaded as data (`weights_only`)."""
         limits = limits or Limits()
         self._wait_ready()
         self._counter += 1
-        unit_dir = self.workdir / f"unit{self._counter}"
-        unit_dir.mkdir(mode=0o700)
-        unit = Unit(
-            unit_id=f"{self._counter}-{function}-{device}",
+        job_dir = self.workdir / f"job{self._counter}"
+        job_dir.mkdir(mode=0o700)
+        job = Job(
+            job_id=str(self._counter),
             lab=lab,
-            function=function,
-            device=device,
             submission_path=str(submission),
-            result_path=str(unit_dir / "result.pt"),
-            log_path=str(unit_dir / "output.log"),
+            api_path=str(job_dir / "api.pt"),
+            log_path=str(job_dir / "output.log"),
             nonce=secrets.token_hex(16),
-            cases=cases or [],
+            tasks=[Task(function=t.function, device=t.device, cases=t.cases,
+                        result_path=str(job_dir / f"task{i}.pt")) for i, t in enumerate(tasks)],
             timeout_s=limits.timeout_s,
             memory_bytes=limits.memory_bytes,
             file_size_bytes=limits.file_size_bytes,
             open_files=limits.open_files,
         )
         assert self._proc.stdin is not None
-        self._proc.stdin.write(unit.model_dump_json() + "\n")
+        self._proc.stdin.write(job.model_dump_json() + "\n")
         self._proc.stdin.flush()
-        outcome = UnitOutcome.model_validate_json(self._read_line())
-        log = _tail(Path(unit.log_path))
-        record = None
-        if outcome.status == "ok":
-            try:
-                loaded = torch.load(unit.result_path, weights_only=True, map_location="cpu")
-            except Exception:  # a forged or truncated file is no result
-                loaded = None
-            if isinstance(loaded, dict) and loaded.get("nonce") == unit.nonce:
-                record = loaded
-            else:
-                outcome = outcome.model_copy(update={"status": "no_result"})
-        return outcome, record, log
+        outcome = JobOutcome.model_validate_json(self._read_line())
+        api = self._load(job.api_path, job.nonce) if outcome.api_status == "ok" else None
+        results = [
+            (task_outcome, self._load(task.result_path, job.nonce)
+             if task_outcome.status == "ok" else None)
+            for task, task_outcome in zip(job.tasks, outcome.tasks, strict=True)
+        ]
+        return JobResult(outcome=outcome, api=api, tasks=results,
+                         log=_tail(Path(job.log_path)))
+
+    @staticmethod
+    def _load(path: str, nonce: str) -> dict[str, Any] | None:
+        import torch
+
+        try:
+            loaded = torch.load(path, weights_only=True, map_location="cpu")
+        except Exception:  # a missing, forged or truncated file is no result
+            return None
+        return loaded if isinstance(loaded, dict) and loaded.get("nonce") == nonce else None
 
     def close(self) -> None:
         """Stop the worker. It holds no state and no children between units, so it is killed

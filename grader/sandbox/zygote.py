@@ -6,7 +6,7 @@ keep forking safe (see shared/notes/sandbox-facts.md): the zygote never runs a p
 it). Children start their own session so a timeout kills the whole process group, and the
 zygote is a child subreaper so that daemons a submission detaches are found and killed too.
 
-Protocol: one `Unit` JSON line in on stdin, one `UnitOutcome` JSON line out on stdout.
+Protocol: one `Job` JSON line in on stdin, one `JobOutcome` JSON line out on stdout.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from grader.sandbox.protocol import Unit, UnitOutcome
+from grader.sandbox.protocol import Job, JobOutcome, TaskOutcome
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -64,52 +64,112 @@ def kill_leftovers() -> int:
     return killed
 
 
-def wait_with_timeout(pid: int, timeout_s: float) -> int | None:
-    """The child's wait status, or None when it outlived `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
-    try:
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return status
+class _Child:
+    """One forked child and its progress pipe, read until it ends or a deadline passes."""
+
+    def __init__(self, job: Job, first_task: int) -> None:
+        from grader.sandbox.child import child_main
+
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_fd)
+            child_main(job, first_task=first_task, progress_fd=write_fd)  # never returns
+        os.close(write_fd)
+        self.pid = pid
+        self._pipe = os.fdopen(read_fd, "rb", buffering=0)
+        self._pidfd = os.pidfd_open(pid)
+        self._buffer = b""
+        self.status: int | None = None
+
+    def next_message(self, deadline: float) -> str | None:
+        """The next progress line; None when the child ended or the deadline passed."""
+        while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or self.status is not None:
                 return None
-            if pidfd is not None:
-                select.select([pidfd], [], [], left)
-            else:
-                time.sleep(min(left, 0.005))
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
+            pipe_fd = self._pipe.fileno()
+            ready, _, _ = select.select([pipe_fd, self._pidfd], [], [], left)
+            chunk = self._pipe.read(4096) if pipe_fd in ready else None
+            if chunk:
+                self._buffer += chunk
+                continue
+            if self._pidfd in ready or chunk == b"":
+                # Ended (its pipe may stay open in a grandchild): read what is left, reap it.
+                self._drain()
+                _, self.status = os.waitpid(self.pid, 0)
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace")
+
+    def _drain(self) -> None:
+        os.set_blocking(self._pipe.fileno(), False)
+        try:
+            while chunk := self._pipe.read(4096):
+                self._buffer += chunk
+        except (BlockingIOError, TypeError):
+            pass
+
+    def stop(self) -> int:
+        """Kill the child's session and reap it; its wait status."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        if self.status is None:
+            _, self.status = os.waitpid(self.pid, 0)
+        self._pipe.close()
+        os.close(self._pidfd)
+        return self.status
 
 
-def run_one(unit: Unit) -> UnitOutcome:
-    from grader.sandbox.child import child_main
-
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        child_main(unit)  # never returns
-    status = wait_with_timeout(pid, unit.timeout_s)
-    timed_out = status is None
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)  # the child's session: everything it started in it
-    if status is None:
-        _, status = os.waitpid(pid, 0)
-    leftovers = kill_leftovers()
-    wall = time.monotonic() - started
-    if timed_out:
-        return UnitOutcome(unit_id=unit.unit_id, status="timeout", wall_s=wall,
-                           leftover_processes=leftovers)
+def _ended(status: int) -> TaskOutcome:
     if os.WIFSIGNALED(status):
-        return UnitOutcome(unit_id=unit.unit_id, status="signaled", signal=os.WTERMSIG(status),
-                           wall_s=wall, leftover_processes=leftovers)
-    code = os.WEXITSTATUS(status)
-    has_result = code == 0 and os.path.exists(unit.result_path)
-    return UnitOutcome(unit_id=unit.unit_id, status="ok" if has_result else "exited",
-                       exit_code=code, wall_s=wall, leftover_processes=leftovers)
+        return TaskOutcome(status="signaled", signal=os.WTERMSIG(status))
+    return TaskOutcome(status="exited", exit_code=os.WEXITSTATUS(status))
+
+
+def run_job(job: Job) -> JobOutcome:
+    """Run every task of the job, one child at a time; a task that hangs or kills its process
+    costs only itself: the next child starts at the task after it."""
+    outcomes: list[TaskOutcome | None] = [None] * len(job.tasks)
+    api_outcome: TaskOutcome | None = None
+    children = leftovers = 0
+    next_task = 0
+    while True:
+        child = _Child(job, next_task)
+        children += 1
+        current: int | None = None  # None while importing or between tasks
+        started = time.monotonic()
+        deadline = started + job.timeout_s
+        while (message := child.next_message(deadline)) is not None:
+            if message == "I":
+                api_outcome = api_outcome or TaskOutcome(status="ok")
+            elif message.startswith("S "):
+                current, started = int(message[2:]), time.monotonic()
+                deadline = started + job.timeout_s
+            elif message.startswith("D ") and current is not None:
+                outcomes[current] = TaskOutcome(status="ok", wall_s=time.monotonic() - started)
+                current = None
+        timed_out = child.status is None
+        status = child.stop()
+        leftovers += kill_leftovers()
+        failure = TaskOutcome(status="timeout") if timed_out else _ended(status)
+        if api_outcome is None:  # died or hung while importing: nothing else can run
+            api_outcome = failure
+            break
+        if current is None:  # finished, or stopped after an import error: done
+            break
+        outcomes[current] = failure.model_copy(update={"wall_s": time.monotonic() - started})
+        next_task = current + 1
+        if next_task >= len(job.tasks):
+            break
+    return JobOutcome(
+        job_id=job.job_id,
+        api_status=api_outcome.status,
+        api_exit_code=api_outcome.exit_code,
+        api_signal=api_outcome.signal,
+        tasks=[o or TaskOutcome(status="not_run") for o in outcomes],
+        children=children,
+        leftover_processes=leftovers,
+    )
 
 
 def main() -> None:
@@ -125,7 +185,7 @@ def main() -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
-        outcome = run_one(Unit.model_validate_json(line))
+        outcome = run_job(Job.model_validate_json(line))
         protocol_out.write(outcome.model_dump_json() + "\n")
 
 
