@@ -130,13 +130,10 @@ def full_size_temporaries(events: list[dict[str, Any]], *, numel: int) -> list[d
     return [e for e in events if e["numel"] >= FULL_SIZE_FRACTION * numel]
 
 
-def host_temporary(peak_bytes: int, *, nbytes: int) -> bool:
-    """A Python-heap peak at least half the size of the updated tensor (a numpy copy)."""
-    return nbytes > 0 and peak_bytes >= FULL_SIZE_FRACTION * nbytes
-
-
-def kernel_temporary(peak_bytes: int, *, nbytes: int) -> bool:
-    """The profiler's threshold (torch-facts §2): more than a tenth of the tensor plus 4 KiB."""
+def over_budget(peak_bytes: int, *, nbytes: int) -> bool:
+    """For byte meters (profiler, CUDA allocator, tracemalloc): more than a tenth of the
+    tensor plus 4 KiB (torch-facts §2). A float32 bool mask (a quarter of the bytes) is over,
+    consistent with the tracker's element-count rule; reduction-sized buffers are not."""
     return nbytes > 0 and peak_bytes > 0.1 * nbytes + 4096
 
 
@@ -155,15 +152,15 @@ def judge_allocations(observed: dict[str, Any], *, function: str, tensor: str,
                     count=len(big), tensor=tensor, where=where)
     nbytes = observed["nbytes"]
     profiler_peak = observed.get("profiler_peak_bytes", 0)
-    if kernel_temporary(profiler_peak, nbytes=nbytes):
+    if over_budget(profiler_peak, nbytes=nbytes):
         return fail("kernel_temporary", function=function, tensor=tensor, where=where,
                     op=observed.get("profiler_peak_op") or "?",
                     size=describe_bytes(profiler_peak))
     cuda_peak = observed.get("cuda_peak_bytes", 0)
-    if kernel_temporary(cuda_peak, nbytes=nbytes):
+    if over_budget(cuda_peak, nbytes=nbytes):
         return fail("kernel_temporary", function=function, tensor=tensor, where=where,
                     op="CUDA", size=describe_bytes(cuda_peak))
-    if host_temporary(observed["host_peak_bytes"], nbytes=nbytes):
+    if over_budget(observed["host_peak_bytes"], nbytes=nbytes):
         return fail("host_temporary", function=function, tensor=tensor,
                     size=describe_bytes(observed["host_peak_bytes"]))
     return PASS

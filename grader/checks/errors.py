@@ -37,6 +37,8 @@ def error_finding(error: dict[str, Any], *, function: str, case_id: str) -> Find
             match = pattern.search(error["message"])
             if match:
                 details = {k: v for k, v in match.groupdict().items() if v is not None}
+                if key == "autograd_saved_error" and "node" not in details:
+                    key = "autograd_saved_input_error"  # an input, not an op's output
                 return fail(key, debug=debug, function=function, error=error["message"],
                             location=error.get("location", ""), **details)
     return fail("raised", debug=debug, function=function, case=case_id, error_type=error["type"],

@@ -23,8 +23,7 @@ from grader.checks.allocation import (
     HostMemoryMeter,
     ProfilerMeter,
     full_size_temporaries,
-    host_temporary,
-    kernel_temporary,
+    over_budget,
 )
 from tests.test_known_submissions import CASES, expected_failures
 
@@ -98,14 +97,17 @@ def _measure(run: Run) -> tuple[bool, bool, bool] | None:
         return None
     numel = nbytes // 4  # the allocation cases are float32
     return (bool(full_size_temporaries(tracker.events, numel=numel)),
-            kernel_temporary(profiler.peak_bytes, nbytes=nbytes),
-            host_temporary(host.peak_bytes, nbytes=nbytes))
+            over_budget(profiler.peak_bytes, nbytes=nbytes),
+            over_budget(host.peak_bytes, nbytes=nbytes))
 
 
-# (submission, case) pairs where the two torch meters cannot agree, and why.
+# Submissions where the two torch meters cannot agree, and why.
 ONLY_PROFILER_SEES = {  # memory allocated inside one op: below the dispatch mode
+    "softmax_logsumexp": "logsumexp builds x - max and its exp inside one op",
+    "softmax_out_alias": "softmax(out=x) on a transposed x copies inside the kernel",
 }
-ONLY_TRACEMALLOC_SEES = {"sgd_step_numpy"}  # numpy detours: invisible to both torch meters
+# numpy detours: invisible to both torch meters
+ONLY_TRACEMALLOC_SEES = {"sgd_step_numpy", "relu_numpy_mask"}
 
 SUBMISSIONS = [p for p in CASES if p.parent.name in RUNS]
 IDS = [f"{p.parent.name}/{p.stem}" for p in SUBMISSIONS]
@@ -124,7 +126,7 @@ def test_tracker_and_profiler_agree(path: Path) -> None:
                 continue
             tracker, profiler, host = measured
             function = label.split("/")[0]
-            if path.stem in ONLY_TRACEMALLOC_SEES or (path.stem, label) in ONLY_PROFILER_SEES:
+            if path.stem in ONLY_TRACEMALLOC_SEES or path.stem in ONLY_PROFILER_SEES:
                 assert function in grader_flags, label
                 continue
             assert tracker == profiler, f"{label}: tracker={tracker} profiler={profiler}"

@@ -4,7 +4,9 @@ The tensor a case starts from is described by `kind`:
 - `plain`: no autograd at all; `leaf`: a leaf that requires grad; `view_of_leaf`: a basic-slice
   view of such a leaf; `nonleaf`: `1.5 * leaf` (requires grad, not a leaf, in place allowed);
   `no_grad_leaf`: a leaf that requires grad, used under `torch.no_grad()`;
-  `transposed`: a non-contiguous view of a plain tensor; `zero_dim`: a 0-dim leaf.
+  `transposed`: a non-contiguous view of a plain tensor; `zero_dim`: a 0-dim leaf;
+  `unbind_view`: one output of `unbind` (a multi-output view autograd will not let change);
+  `no_grad_view`: a view of a leaf made under `torch.no_grad()`, then changed with grad on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def build_start(case: Case, device: str) -> tuple[torch.Tensor, torch.Tensor]:
     leaf = source.requires_grad_()
     if kind == "view_of_leaf":
         return leaf[1:3], leaf
+    if kind == "unbind_view":
+        return (leaf * 1).unbind(0)[0], leaf
+    if kind == "no_grad_view":
+        with torch.no_grad():
+            return leaf[1:3], leaf
     if kind == "nonleaf":
         return leaf * NONLEAF_SCALE, leaf
     return leaf, leaf

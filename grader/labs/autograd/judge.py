@@ -27,7 +27,9 @@ from grader.labs.base import CheckSpec, Evidence, Lab
 
 FUNCTIONS = ("update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias")
 IN_PLACE_ALLOWED = ("plain", "nonleaf", "no_grad_leaf")
-FORBIDDEN = ("leaf", "view_of_leaf")
+FORBIDDEN = ("leaf", "view_of_leaf", "unbind_view", "no_grad_view")
+# The shape of the tensor each kind hands to the function, when not the case's own shape.
+VIEW_SHAPES = {"view_of_leaf": [2, 3], "no_grad_view": [2, 3], "unbind_view": [3]}
 # SPEC: the fix creates at most five tensors the size of `x @ w`; dropping every in-place op
 # creates six.
 MAX_FULL_SIZE_TENSORS = 5
@@ -58,8 +60,8 @@ def _lab_cases(function: str) -> tuple[Case, ...]:
                     case = {"id": f"{kind}.{dtype}.{value}", "kind": kind, "dtype": dtype,
                             "shape": [4, 3], "seed": 60 + n, "value": value,
                             "group": "allowed" if kind in IN_PLACE_ALLOWED else "forbidden"}
-                    if kind == "view_of_leaf":
-                        case["value_shape"] = [2, 3]  # the view is rows 1:3 of the leaf
+                    if kind in VIEW_SHAPES:
+                        case["value_shape"] = VIEW_SHAPES[kind]
                     cases.append(case)
                     n += 1
         cases += [
@@ -118,8 +120,8 @@ def _expected_add(function: str, case_id: str) -> torch.Tensor:
 def _expected_leaf_grad(case_id: str) -> torch.Tensor | None:
     """The gradient the source leaf should receive from `(result * weights).sum()`."""
     case = next(c for c in _lab_cases("add_or_copy") if c["id"] == case_id)
-    if case["kind"] == "plain":
-        return None
+    if case["kind"] in ("plain", "no_grad_view"):
+        return None  # no autograd path: a no_grad view's gradient reaches no leaf
     start = _start_values(case)
     weights = loss_weights(list(start.shape), case, "cpu").double()
     if case["kind"] == "nonleaf":
@@ -127,6 +129,9 @@ def _expected_leaf_grad(case_id: str) -> torch.Tensor | None:
     elif case["kind"] == "view_of_leaf":
         grad = torch.zeros(case["shape"], dtype=torch.float64)
         grad[1:3] = weights
+    elif case["kind"] == "unbind_view":
+        grad = torch.zeros(case["shape"], dtype=torch.float64)
+        grad[0] = weights
     else:
         grad = weights
     return grad.to(DTYPES[case["dtype"]])
@@ -269,6 +274,18 @@ def _update_values(case: Case, obs: dict[str, Any]) -> Finding | None:
 def _returned_pair(case: Case, obs: dict[str, Any]) -> Finding | None:
     if "flag" not in obs:
         return fail("add_or_copy_return", got=obs.get("shape_of_return", "?"))
+    return None
+
+
+def _returns_tuple(case: Case, obs: dict[str, Any]) -> Finding | None:
+    """SPEC: `-> tuple[Tensor, bool]`; the other checks accept any pair, this one is exact."""
+    bad = _returned_pair(case, obs)
+    if bad is not None:
+        return bad
+    if obs["return_kind"] != "tuple" or not isinstance(obs["flag"], bool) or not obs[
+            "result_is_tensor"]:
+        first = "tensor" if obs["result_is_tensor"] else "?"
+        return fail("add_or_copy_return", got=f"{obs['return_kind']} ({first}, {obs['flag']})")
     return None
 
 
@@ -511,6 +528,7 @@ def _checks() -> tuple[CheckSpec, ...]:
         spec("update_leaf_.no_history", "autograd", _leaf_cases, _update_history),
         spec("update_leaf_.keeps_grad", "side_effect", _leaf_cases, _update_grad),
         spec("update_leaf_.values", "numerics", _leaf_cases, _update_values),
+        spec("add_or_copy.returns_pair", "api", both, _returns_tuple),
         spec("add_or_copy.in_place_when_allowed", "identity", allowed, _add_in_place),
         spec("add_or_copy.version_advances", "version", allowed, _add_version),
         spec("add_or_copy.falls_back_when_forbidden", "autograd", forbidden, _add_fallback),

@@ -89,10 +89,11 @@ def probe_add_or_copy(add_or_copy: Any, case: Case, device: str) -> dict[str, An
     }
     if error is not None:
         return record
-    if not (isinstance(returned, tuple) and len(returned) == 2):
+    if not (isinstance(returned, (tuple, list)) and len(returned) == 2):
         record["shape_of_return"] = type(returned).__name__
         return record
     result, flag = returned
+    record["return_kind"] = type(returned).__name__
     record.update({"flag": flag if isinstance(flag, bool) else repr(flag)[:40],
                    "result_is_t": result is t,
                    "result_is_tensor": isinstance(result, torch.Tensor)})
