@@ -94,6 +94,74 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
     sys.exit(report.return_code)
 
 
+@main.command()
+@click.argument("submissions", type=click.Path(path_type=Path))
+@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folder for the gradebook, reports and feedback (created if missing).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Parallel workers (default: the number of cores).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True)
+@click.option("--lang", type=click.Choice(["en", "ko"]), default=None,
+              help="Language of the feedback files (default: from the locale).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, help="Wall-time limit per function's checks, in seconds.")
+@click.option("--memory", "memory_mib", type=click.IntRange(min=256), default=4096,
+              show_default=True, help="Memory limit per submission, in MiB.")
+@click.option("--rubric", "rubric_path", type=click.Path(path_type=Path),
+              help="Instructor TOML file: [weights] per check id, [policies] on/off.")
+@click.option("--force", is_flag=True, help="Regrade submissions already graded.")
+def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: str,
+          lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
+          force: bool) -> None:
+    """Grade a class: SUBMISSIONS is a folder of files or folders named by student, or an
+    nbgrader course (submitted/<student>/<assignment>/)."""
+    import os
+
+    from grader import feedback
+    from grader.batch import BatchOptions, grade_class, iter_failures
+    from grader.engine import CheckOptions
+    from grader.labs import UnknownLabError, check_lab_name
+    from grader.models import Limits
+    from grader.render import progress_bar
+    from grader.summary import summary_text
+
+    if not submissions.is_dir():
+        _usage_error(f"{submissions}: not a folder of submissions")
+    try:
+        check_lab_name(lab)
+    except UnknownLabError as exc:
+        _usage_error(str(exc))
+    lang = lang or feedback.default_language()
+    options = BatchOptions(
+        lab=lab, out=out, workers=workers or os.cpu_count() or 1, force=force,
+        check=CheckOptions(device=device, lang=lang,
+                           limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
+                           rubric_override=_load_override(rubric_path)))
+    console = Console(highlight=False, stderr=True)
+    try:
+        with progress_bar(console) as bar:
+            result = grade_class(submissions, options=options, on_start=bar.start,
+                                 on_progress=bar.advance)
+    except KeyboardInterrupt:
+        console.print(f"interrupted: every report graded so far is kept in {out}; "
+                      "run the same command again to resume")
+        sys.exit(130)
+    if result.students == 0:
+        _usage_error(f"{submissions}: no submissions found (expected files or folders named "
+                     "by student, or an nbgrader submitted/ folder)")
+    assert result.summary is not None
+    stdout = Console(highlight=False)
+    stdout.print(summary_text(result.summary), end="", markup=False)
+    for line in iter_failures(result):
+        stdout.print(f"not graded: {line}", markup=False)
+    rate = (result.graded / result.elapsed_s) if result.elapsed_s else 0.0
+    stdout.print(f"graded {result.graded}, reused {result.reused}, failed to grade "
+                  f"{len(result.errors)}; mean {result.summary.mean_percent:.1f}%; "
+                  f"{result.elapsed_s:.1f} s ({rate:.1f}/s); gradebook: {out / 'gradebook.csv'}")
+
+
 @main.command("checks")
 @click.option("--lab", required=True)
 def list_checks(lab: str) -> None:

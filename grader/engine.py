@@ -93,19 +93,43 @@ def check_submission(path: Path, *, lab: str | None = None,
     from grader.labs import LAB_FILES
 
     submission = load_submission(path, filename=LAB_FILES[lab_name])
+    return grade_submission(submission, lab=lab_name, options=options, sandbox=sandbox,
+                            started=started)
+
+
+def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
+                     sandbox: Sandbox | None = None, started: float | None = None) -> Report:
+    """Grade an already-read submission (what `check` and the batch `grade` share)."""
+    started = time.monotonic() if started is None else started
     with contextlib.ExitStack() as stack:
         if sandbox is None:
-            sandbox = stack.enter_context(Sandbox([lab_name]))
-        lab_obj = get_lab(lab_name)  # imports torch while the worker boots
+            sandbox = stack.enter_context(Sandbox([lab]))
+        lab_obj = get_lab(lab)  # imports torch while the worker boots
         devices, skipped = resolve_devices(options.device)
         rubric = effective_rubric(lab_obj, options.rubric_override)
         checks = _grade(sandbox, lab_obj, submission, devices, rubric, options)
     checks += _skipped(lab_obj, skipped, rubric, options.lang)
+    return _report(lab, str(submission.path), checks, started)
+
+
+def error_report(*, lab: str, submission: str, error: str, options: CheckOptions) -> Report:
+    """A report for a submission that could not be graded at all (unreadable, empty, missing):
+    score 0 out of the points it could have earned, with the reason."""
+    lab_obj = get_lab(lab)
+    devices, _ = resolve_devices(options.device)
+    rubric = effective_rubric(lab_obj, options.rubric_override)
+    possible = sum(rubric.points[c.id] * (len(devices) if c.per_device else 1)
+                   for c in lab_obj.checks if _enabled(c, rubric))
+    report = _report(lab, submission, [], time.monotonic())
+    return report.model_copy(update={"max_score": float(possible), "error": error})
+
+
+def _report(lab: str, submission: str, checks: list[CheckResult], started: float) -> Report:
     import torch
 
     return Report(
-        lab=lab_name,
-        submission=str(path),
+        lab=lab,
+        submission=submission,
         score=round(sum(c.score for c in checks), 6),
         max_score=round(sum(c.max_score for c in checks), 6),
         checks=checks,
@@ -152,15 +176,19 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
         policy_calls: list[str] = []
         first_cases: dict[str, Any] = {}
         unit_keys: list[str] = []
-        for task, (outcome, record) in zip(tasks, job.tasks, strict=True):
-            if task.function != function:
-                continue
+        ran = [(task, outcome, record) for task, (outcome, record) in zip(tasks, job.tasks,
+                                                                          strict=True)
+               if task.function == function]
+        for index, (task, outcome, record) in enumerate(ran):
             problem = _problem(outcome.status, outcome.signal, outcome.exit_code, record,
                                function, options.limits, submission)
             if problem is not None or record is None:
                 problem = problem or fail("no_result", function=function)
+                # When no task of the function ran, its api/policy points go with it too.
+                no_task_ran = index == 0 and all(o.status != "ok" for _, o, _ in ran)
                 results.append(_runtime_result(lab, function, task.device, problem, rubric,
-                                               options.lang, job.log, include_shared=False))
+                                               options.lang, job.log,
+                                               include_shared=no_task_ran))
                 continue
             observations = record["observations"]
             policy_calls += observations.get("policy_calls", [])
@@ -172,6 +200,8 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
                     finding = _judge(check, evidence)
                     unit_keys.append(finding.key)
                     results.append(_result(check, task.device, finding, rubric, options.lang))
+        if not first_cases:
+            continue  # every task failed: the runtime result holds the shared points
         shared = Evidence(api=api, static_policy=static[function], policy_calls=policy_calls,
                           cases=first_cases)
         # A function whose every check says "not implemented" earns no api or policy points.

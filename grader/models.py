@@ -55,6 +55,9 @@ class Report(BaseModel):
 
     lab: str
     submission: str = ""
+    student: str = Field(default="", description="Set by batch grading.")
+    submission_hash: str = Field(default="", description="sha256 of what was graded (resume).")
+    error: str = Field(default="", description="Why the submission could not be graded at all.")
     score: float
     max_score: float
     checks: list[CheckResult]
@@ -66,7 +69,7 @@ class Report(BaseModel):
 
     @property
     def all_passed(self) -> bool:
-        return all(c.status != "failed" for c in self.checks)
+        return not self.error and all(c.status != "failed" for c in self.checks)
 
     @property
     def return_code(self) -> int:

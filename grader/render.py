@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import Iterator
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -15,6 +26,11 @@ MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–"
 
 
 def render_text(report: Report, console: Console, *, lang: str, debug: bool = False) -> None:
+    if report.error:
+        console.print(Text(feedback.ui("not_graded", lang, error=report.error), style="red"))
+        console.print(Text(feedback.ui("title", lang, lab=report.lab, score=report.score,
+                                       max_score=report.max_score), style="bold"))
+        return
     graded = [c for c in report.checks if c.status != "skipped"]
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("")
@@ -66,3 +82,31 @@ def _print_failure(console: Console, check: CheckResult, *, lang: str, debug: bo
             console.print(line)
     if debug and check.debug:
         console.print(Text(check.debug.rstrip(), style="dim"), markup=False)
+
+
+class _Bar:
+    """Progress of a batch run: bar, count, submissions per second, ETA."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task = progress.add_task("grading", total=None)
+
+    def start(self, total: int) -> None:
+        self._progress.update(self._task, total=total)
+
+    def advance(self, student: str, report: Report, reused: bool) -> None:
+        self._progress.update(self._task, advance=1, description=f"grading {student[:20]}")
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:.1f}/s" if speed else "", style="cyan")
+
+
+@contextlib.contextmanager
+def progress_bar(console: Console) -> Iterator[_Bar]:
+    columns = (TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
+               _RateColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        yield _Bar(progress)

@@ -1,18 +1,15 @@
 #!/usr/bin/env bash
-# The main job on the bundled examples: check a correct and a buggy submission to lab `optim`.
-# Exits 0 when the correct one gets full marks and the buggy one is caught (exit 1).
-set -uo pipefail
+# The main job on the bundled example class: grade a dozen students of lab `optim` (correct and
+# buggy files, a notebook, an empty file, a syntax error), then show the gradebook.
+set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
-echo "== examples/optim/correct/optimizer.py"
-"$PYTHON" -m grader check examples/optim/correct/optimizer.py --lang "${GRADER_LANG:-en}"
-correct=$?
+OUT=${OUT:-out/example-class}
+"$PYTHON" -m grader grade examples/optim/class --lab optim --out "$OUT" --lang "${GRADER_LANG:-en}"
 echo
-echo "== examples/optim/buggy/optimizer.py"
-"$PYTHON" -m grader check examples/optim/buggy/optimizer.py --lang "${GRADER_LANG:-en}"
-buggy=$?
-if [[ $correct -eq 0 && $buggy -eq 1 ]]; then
-  echo; echo "demo: the correct example passed and the buggy one was caught, as expected."
-else
-  echo "demo: unexpected exit codes (correct=$correct, buggy=$buggy)" >&2; exit 1
-fi
+echo "== $OUT/gradebook.csv"
+cat "$OUT/gradebook.csv"
+echo
+echo "Per-student feedback: $OUT/feedback/; JSON reports: $OUT/reports/."
+echo "One student, as they would check it themselves:"
+"$PYTHON" -m grader check examples/optim/buggy/optimizer.py --lang "${GRADER_LANG:-en}" || test $? -eq 1

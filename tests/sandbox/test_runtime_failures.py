@@ -33,8 +33,7 @@ def test_a_hang_costs_only_that_function(make_submission) -> None:
     # SGD and Adam call zero_grad from their own zero_grad method, so they hang too.
     failed = [c for c in report.checks if c.status == "failed"]
     assert {c.function for c in failed} == {"zero_grad", "SGD", "Adam"}
-    # Argument validation is judged from the classes' units, which never finished.
-    assert {c.kind for c in failed} == {"runtime", "api"}
+    assert {c.kind for c in failed} == {"runtime"}
     assert report.score == report.max_score - sum(c.max_score for c in failed) > 0
 
 
@@ -44,8 +43,7 @@ def test_a_hang_that_catches_base_exception_is_still_stopped(make_submission) ->
     path = make_submission(("import torch\n", "import time\nimport torch\n"),
                            (ZERO_GRAD_BODY, loop + ZERO_GRAD_BODY))
     report = grade(path, timeout_s=2)
-    failed = [c.kind for c in by_function(report, "zero_grad") if c.status == "failed"]
-    assert failed == ["runtime"]
+    assert [c.kind for c in by_function(report, "zero_grad")] == ["runtime"]
 
 
 def test_exit_inside_a_function_costs_only_that_function(make_submission) -> None:
@@ -54,7 +52,7 @@ def test_exit_inside_a_function_costs_only_that_function(make_submission) -> Non
                             "    os._exit(0)\n    with torch.no_grad():\n        for p in params:"))
     report = grade(path)
     sgd_step = by_function(report, "sgd_step")
-    assert [c.kind for c in sgd_step if c.status == "failed"] == ["runtime"]
+    assert [c.kind for c in sgd_step] == ["runtime"]
     assert "ended the Python process" in next(c.message for c in sgd_step if c.kind == "runtime")
     assert all(c.status == "passed" for c in by_function(report, "zero_grad"))
 

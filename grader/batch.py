@@ -1,0 +1,231 @@
+"""Grading a whole class: fast, isolated, resumable.
+
+Each worker thread owns a sandbox worker process (a zygote that imported torch once and forks a
+child per submission). Each report is written atomically as soon as it is graded, keyed by a
+hash of what was graded, so an interrupted run loses nothing and a re-run skips what is done.
+Problems are collected per student; the run itself never stops for one submission.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import __version__
+from grader.engine import CheckOptions, error_report, grade_submission
+from grader.exporters.gradebook import gradebook_csv
+from grader.exporters.text import feedback_text
+from grader.labs import LAB_FILES, get_lab
+from grader.layouts import Found, discover
+from grader.models import Report
+from grader.sandbox import Sandbox
+from grader.submission import Submission, SubmissionError, load_submission
+from grader.summary import ClassSummary, summarize, summary_text
+
+REPORTS = "reports"
+FEEDBACK = "feedback"
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    lab: str
+    out: Path
+    workers: int = 1
+    force: bool = False
+    check: CheckOptions = field(default_factory=CheckOptions)
+
+
+@dataclass
+class BatchResult:
+    students: int = 0
+    graded: int = 0
+    reused: int = 0
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    summary: ClassSummary | None = None
+
+
+Progress = Callable[[str, Report, bool], None]  # (student, report, reused)
+
+
+def submission_hash(source: str, *, lab: str, options: CheckOptions) -> str:
+    """What a report depends on: the code, the lab, the grader and the grading options."""
+    digest = hashlib.sha256()
+    override = options.rubric_override.model_dump_json() if options.rubric_override else ""
+    for part in (lab, __version__, options.device, options.lang,
+                 options.limits.model_dump_json(), override, source):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def safe_name(student: str) -> str:
+    """A file name for a student id (ids come from file and folder names)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in student).strip(".")
+    return cleaned or "_"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write to a temporary file, then rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def load_reports(out: Path) -> list[Report]:
+    reports = []
+    for path in sorted((out / REPORTS).glob("*.json")):
+        with contextlib.suppress(ValueError, OSError):
+            reports.append(Report.model_validate_json(path.read_text(encoding="utf-8")))
+    return reports
+
+
+def _previous(out: Path, student: str) -> Report | None:
+    path = out / REPORTS / f"{safe_name(student)}.json"
+    try:
+        return Report.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _read(found: Found, filename: str) -> Submission | str:
+    """The submission's source, or why it cannot be graded."""
+    if found.path is None:
+        return found.error
+    try:
+        submission = load_submission(found.path, filename=filename)
+    except SubmissionError as exc:
+        return str(exc)
+    if not submission.source.strip():
+        return f"{found.path.name} is empty"
+    return submission
+
+
+class _Workers:
+    """One sandbox per worker thread, started on first use and all closed at the end."""
+
+    def __init__(self, lab: str) -> None:
+        self._lab = lab
+        self._local = threading.local()
+        self._all: list[Sandbox] = []
+        self._lock = threading.Lock()
+
+    def sandbox(self) -> Sandbox:
+        sandbox = getattr(self._local, "sandbox", None)
+        if sandbox is None:
+            sandbox = Sandbox([self._lab])
+            self._local.sandbox = sandbox
+            with self._lock:
+                self._all.append(sandbox)
+        return sandbox
+
+    def replace(self) -> None:
+        """After a worker failure: close this thread's sandbox, a fresh one starts next time."""
+        sandbox = getattr(self._local, "sandbox", None)
+        if sandbox is not None:
+            sandbox.close()
+            self._local.sandbox = None
+
+    def close(self) -> None:
+        with self._lock:
+            for sandbox in self._all:
+                sandbox.close()
+
+
+def _grade_one(found: Found, options: BatchOptions, workers: _Workers) -> tuple[Report, bool]:
+    """(report, reused) for one student; never raises for a problem of the submission."""
+    filename = LAB_FILES[options.lab]
+    submission = _read(found, filename)
+    if isinstance(submission, str):
+        report = error_report(lab=options.lab, submission=str(found.path or found.student),
+                              error=submission, options=options.check)
+        return report.model_copy(update={"student": found.student}), False
+    digest = submission_hash(submission.source, lab=options.lab, options=options.check)
+    previous = _previous(options.out, found.student)
+    if not options.force and previous is not None and previous.submission_hash == digest:
+        return previous, True
+    try:
+        report = grade_submission(submission, lab=options.lab, options=options.check,
+                                  sandbox=workers.sandbox())
+    except Exception as exc:  # the grader's own failure: this student gets an error row
+        workers.replace()
+        report = error_report(lab=options.lab, submission=str(found.path),
+                              error=f"internal error while grading: {exc}",
+                              options=options.check)
+    return report.model_copy(update={"student": found.student, "submission_hash": digest}), False
+
+
+def _save(report: Report, options: BatchOptions) -> None:
+    name = safe_name(report.student)
+    write_atomically(options.out / REPORTS / f"{name}.json", report.model_dump_json(indent=2))
+    write_atomically(options.out / FEEDBACK / f"{name}.txt",
+                     feedback_text(report, lang=options.check.lang))
+
+
+def write_class_files(options: BatchOptions, reports: list[Report]) -> ClassSummary:
+    """Gradebook and summary, rebuilt from the reports on disk."""
+    functions = list(get_lab(options.lab).functions)
+    write_atomically(options.out / "gradebook.csv", gradebook_csv(reports, functions=functions))
+    summary = summarize(reports)
+    write_atomically(options.out / "summary.txt", summary_text(summary))
+    write_atomically(options.out / "summary.json", json.dumps(
+        {"graded": summary.graded, "errors": summary.errors,
+         "mean_percent": summary.mean_percent, "median_percent": summary.median_percent,
+         "distribution": summary.distribution,
+         "most_failed": [vars(f) for f in summary.most_failed]}, indent=2))
+    return summary
+
+
+def grade_class(submissions: Path, *, options: BatchOptions,
+                on_progress: Progress | None = None,
+                on_start: Callable[[int], None] | None = None) -> BatchResult:
+    """Grade every submission under `submissions` into `options.out`."""
+    started = time.monotonic()
+    students = discover(submissions, filename=LAB_FILES[options.lab])
+    result = BatchResult(students=len(students))
+    if on_start is not None:
+        on_start(len(students))
+    workers = _Workers(options.lab)
+    reports: dict[str, Report] = {}
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, options.workers)) as pool:
+            futures = {pool.submit(_grade_one, found, options, workers): found
+                       for found in students}
+            try:
+                for future in as_completed(futures):
+                    report, reused = future.result()
+                    if not reused:
+                        _save(report, options)
+                    reports[report.student] = report
+                    result.reused += reused
+                    result.graded += not reused and not report.error
+                    if report.error:
+                        result.errors.append((report.student, report.error))
+                    if on_progress is not None:
+                        on_progress(report.student, report, reused)
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+    finally:
+        workers.close()
+        result.elapsed_s = time.monotonic() - started
+        # Rebuilt from disk even after Ctrl-C: whatever was graded is in the gradebook.
+        on_disk = {r.student: r for r in load_reports(options.out)}
+        current = [on_disk[s.student] for s in students if s.student in on_disk]
+        result.summary = write_class_files(options, current)
+    return result
+
+
+def iter_failures(result: BatchResult) -> Iterator[str]:
+    for student, error in result.errors:
+        yield f"{student}: {error}"

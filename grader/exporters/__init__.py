@@ -1,0 +1,1 @@
+"""Exporters: one module per output format. The report models know no format."""

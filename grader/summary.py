@@ -1,0 +1,69 @@
+"""What the class got right and wrong: the score distribution and the most failed checks
+(what to re-teach on Monday)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from grader.models import Report
+
+BUCKETS = 10
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    check_id: str
+    name: str
+    students: int
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    graded: int
+    errors: int
+    mean_percent: float
+    median_percent: float
+    distribution: list[int] = field(default_factory=list)  # students per 10% bucket
+    most_failed: list[FailedCheck] = field(default_factory=list)
+
+
+def summarize(reports: list[Report], *, top: int = 10) -> ClassSummary:
+    graded = [r for r in reports if not r.error]
+    percents = [100.0 * r.score / r.max_score if r.max_score else 0.0 for r in graded]
+    distribution = [0] * BUCKETS
+    for percent in percents:
+        distribution[min(int(percent // (100 / BUCKETS)), BUCKETS - 1)] += 1
+    failed: Counter[str] = Counter()
+    names: dict[str, str] = {}
+    for report in graded:
+        ids = {c.id for c in report.checks if c.status == "failed"}
+        failed.update(ids)
+        names.update({c.id: c.name for c in report.checks if c.id in ids})
+    return ClassSummary(
+        graded=len(graded),
+        errors=len(reports) - len(graded),
+        mean_percent=statistics.fmean(percents) if percents else 0.0,
+        median_percent=statistics.median(percents) if percents else 0.0,
+        distribution=distribution,
+        most_failed=[FailedCheck(check_id, names[check_id], count)
+                     for check_id, count in failed.most_common(top)],
+    )
+
+
+def summary_text(summary: ClassSummary) -> str:
+    """The summary as plain text (written to summary.txt and shown in the terminal)."""
+    lines = [f"graded: {summary.graded}, failed to grade: {summary.errors}, "
+             f"mean {summary.mean_percent:.1f}%, median {summary.median_percent:.1f}%", "",
+             "score distribution:"]
+    width = max(summary.distribution, default=0) or 1
+    for index, count in enumerate(summary.distribution):
+        low = index * 100 // BUCKETS
+        high = 100 if index == BUCKETS - 1 else (index + 1) * 100 // BUCKETS
+        bar = "#" * round(40 * count / width)
+        lines.append(f"  {low:3d}-{high:3d}%  {count:5d}  {bar}")
+    if summary.most_failed:
+        lines += ["", "most failed checks (students):"]
+        lines += [f"  {f.students:5d}  {f.check_id}  {f.name}" for f in summary.most_failed]
+    return "\n".join(lines) + "\n"

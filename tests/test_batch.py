@@ -1,0 +1,160 @@
+"""Batch grading: layouts, isolation per submission, resumable output, the gradebook."""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.batch import BatchOptions, grade_class, load_reports
+from grader.engine import CheckOptions
+from grader.layouts import discover
+from grader.models import Limits
+
+KNOWN = Path(__file__).parent / "submissions" / "optim"
+
+
+def copy(name: str, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text((KNOWN / f"{name}.py").read_text())
+    return target
+
+
+def notebook(name: str, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell((KNOWN / f"{name}.py").read_text())]
+    nbformat.write(book, target)
+    return target
+
+
+def options(out: Path, **kwargs) -> BatchOptions:
+    limits = Limits(timeout_s=kwargs.pop("timeout", 20))
+    check = CheckOptions(device="cpu", lang="en", limits=limits)
+    return BatchOptions(lab="optim", out=out, workers=kwargs.pop("workers", 2), check=check,
+                        **kwargs)
+
+
+def rows(out: Path) -> dict[str, dict[str, str]]:
+    reader = csv.DictReader(io.StringIO((out / "gradebook.csv").read_text()))
+    return {row["student"]: row for row in reader}
+
+
+def test_every_layout_is_found(tmp_path: Path) -> None:
+    copy("reference_copy", tmp_path / "flat" / "alice.py")
+    notebook("reference_copy", tmp_path / "flat" / "bob.ipynb")
+    copy("reference_copy", tmp_path / "flat" / "carol" / "optimizer.py")
+    copy("reference_copy", tmp_path / "flat" / "dan" / "whatever_name.py")
+    nbgrader = tmp_path / "course" / "submitted" / "erin" / "ps1" / "optimizer.ipynb"
+    notebook("reference_copy", nbgrader)
+    flat = {f.student: f for f in discover(tmp_path / "flat", filename="optimizer.py")}
+    assert {s: f.path.name for s, f in flat.items() if f.path} == {
+        "alice": "alice.py", "bob": "bob.ipynb", "carol": "optimizer.py",
+        "dan": "whatever_name.py"}
+    (erin,) = discover(tmp_path / "course", filename="optimizer.py")
+    assert erin.student == "erin" and erin.path == nbgrader
+
+
+def test_ambiguous_and_empty_folders_are_per_student_errors(tmp_path: Path) -> None:
+    copy("reference_copy", tmp_path / "alice.py")
+    notebook("reference_copy", tmp_path / "alice.ipynb")
+    (tmp_path / "bob").mkdir()
+    copy("reference_copy", tmp_path / "carol" / "a.py")
+    copy("reference_copy", tmp_path / "carol" / "b.py")
+    found = {f.student: f for f in discover(tmp_path, filename="optimizer.py")}
+    assert "several submissions for alice" in found["alice"].error
+    assert "no optimizer.py" in found["bob"].error
+    assert "several files in carol/" in found["carol"].error
+
+
+def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    copy("reference_copy", subs / "alice.py")
+    copy("sgd_step_data_assign", subs / "bob.py")
+    copy("sys_exit_at_import", subs / "carol.py")
+    (subs / "dan.py").write_text("")
+    (subs / "erin.py").write_bytes(b"\xff\xfe\x00 not utf-8")
+    copy("reference_copy", subs / "fay.py")
+    source = (subs / "fay.py").read_text()
+    loop = "    while True:\n        pass\n"
+    start = "    for p in params:\n        if p.grad is None:\n            continue\n"
+    (subs / "fay.py").write_text(source.replace(start + "        if set_to_none:",
+                                                loop + start + "        if set_to_none:", 1))
+    out = tmp_path / "out"
+    result = grade_class(subs, options=options(out, timeout=3))
+    book = rows(out)
+    assert set(book) == {"alice", "bob", "carol", "dan", "erin", "fay"}
+    assert book["alice"]["percent"] == "100.0"
+    assert float(book["bob"]["sgd_step (score)"]) < float(book["bob"]["sgd_step (max)"])
+    assert book["carol"]["score"] == "0" and book["carol"]["status"] == "graded"
+    assert book["dan"]["status"] == "error" and "empty" in book["dan"]["error"]
+    assert book["erin"]["status"] == "error" and "cannot read" in book["erin"]["error"]
+    # The hang costs zero_grad (and the classes that call it) only.
+    assert book["fay"]["zero_grad (score)"] == "0"
+    assert book["fay"]["sgd_step (score)"] == book["fay"]["sgd_step (max)"]
+    assert result.graded == 4 and len(result.errors) == 2
+    assert (out / "feedback" / "bob.txt").read_text().count("✗") >= 1
+    assert "kept" not in (out / "summary.txt").read_text()
+    assert "sgd_step" in (out / "summary.txt").read_text()
+
+
+def test_an_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    for student, name in [("a", "reference_copy"), ("b", "sgd_step_isub_temp"),
+                          ("c", "SGD_zero_init_buffer"), ("d", "zero_grad_mul_zero"),
+                          ("e", "Adam_no_bias_correction")]:
+        copy(name, subs / f"{student}.py")
+    interrupted = tmp_path / "interrupted"
+    seen: list[str] = []
+
+    def stop_after_two(student: str, report, reused: bool) -> None:
+        seen.append(student)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        grade_class(subs, options=options(interrupted, workers=1), on_progress=stop_after_two)
+    assert len(load_reports(interrupted)) == 2  # written as soon as graded, kept on Ctrl-C
+    assert len(rows(interrupted)) == 2  # the gradebook is rebuilt from them
+
+    resumed = grade_class(subs, options=options(interrupted))
+    assert resumed.reused == 2 and resumed.graded == 3
+    fresh = tmp_path / "fresh"
+    grade_class(subs, options=options(fresh))
+    assert (interrupted / "gradebook.csv").read_text() == (fresh / "gradebook.csv").read_text()
+
+    forced = grade_class(subs, options=options(interrupted, force=True))
+    assert forced.reused == 0 and forced.graded == 5
+
+
+def test_a_changed_submission_is_regraded(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    copy("sgd_step_isub_temp", subs / "a.py")
+    out = tmp_path / "out"
+    grade_class(subs, options=options(out, workers=1))
+    copy("reference_copy", subs / "a.py")
+    again = grade_class(subs, options=options(out, workers=1))
+    assert again.reused == 0 and rows(out)["a"]["percent"] == "100.0"
+
+
+def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    copy("reference_copy", subs / "alice.py")
+    copy("sgd_step_data_assign", subs / "bob.py")
+    run = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab", "optim",
+                          "--out", str(tmp_path / "out"), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "graded 2, reused 0, failed to grade 0" in run.stdout
+    assert "most failed checks" in run.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = subprocess.run([sys.executable, "-m", "grader", "grade", str(empty), "--lab", "optim",
+                          "--out", str(tmp_path / "out2")], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 2 and "no submissions found" in run.stderr
