@@ -66,6 +66,7 @@ class Report(BaseModel):
     grader_version: str
     torch_version: str
     elapsed_s: float
+    probe_s: float = Field(default=0.0, description="Time the submission's probes ran.")
 
     @property
     def all_passed(self) -> bool:

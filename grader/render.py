@@ -43,11 +43,7 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
                       f"{check.score:g}/{check.max_score:g}")
     console.print(table)
     failed = [c for c in graded if c.status == "failed"]
-    groups: dict[tuple[str, ...], list[CheckResult]] = {}
-    for check in failed:  # one explanation for checks that failed for the same reason
-        key = (check.function, check.message, check.expected, check.got, check.hint)
-        groups.setdefault(key, []).append(check)
-    for same in groups.values():
+    for same in group_failures(failed):
         console.print()
         _print_failure(console, same[0], lang=lang, debug=debug, count=len(same))
     console.print()
@@ -62,6 +58,15 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
     console.print(summary, style="green" if not failed else "red")
     if failed and not debug and any(c.debug for c in failed):
         console.print(feedback.ui("debug_hint", lang), style="dim")
+
+
+def group_failures(failed: list[CheckResult]) -> list[list[CheckResult]]:
+    """Checks that failed for the same reason, together: one explanation each."""
+    groups: dict[tuple[str, ...], list[CheckResult]] = {}
+    for check in failed:
+        key = (check.function, check.message, check.expected, check.got, check.hint)
+        groups.setdefault(key, []).append(check)
+    return list(groups.values())
 
 
 def _print_failure(console: Console, check: CheckResult, *, lang: str, debug: bool,

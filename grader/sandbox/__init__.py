@@ -4,7 +4,7 @@
 once, then forks a child per submission (and another after any task that hangs or crashes, so
 that only that task is lost). The child (child.py) applies limits, imports the submission, runs
 one task per lab function and device, and writes raw observations to files; the grading
-process loads them with `torch.load(weights_only=True)` and alone decides scores.
+process loads them as data (JSON and raw tensor bytes, wire.py) and alone decides scores.
 """
 
 from grader.sandbox.protocol import JobOutcome, TaskOutcome

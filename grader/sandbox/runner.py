@@ -63,7 +63,7 @@ class Sandbox:
     """A zygote process plus a private work folder; use as a context manager.
 
     `run(...)` sends one unit, waits for its outcome, and loads the observations the child
-    wrote (tensors and plain data only: `weights_only=True` never runs code).
+    wrote (JSON and raw tensor bytes, see wire.py: loading never runs code).
     """
 
     protections = ("separate process", "process group kill", "child subreaper", "rlimits")
@@ -120,7 +120,7 @@ class Sandbox:
 
     def run_job(self, *, lab: str, submission: Path, tasks: list[TaskSpec],
                 limits: Limits | None = None) -> JobResult:
-        """Run one submission's tasks; observations are loaded as data (`weights_only`)."""
+        """Run one submission's tasks; observations are loaded as data (wire.py), never run."""
         limits = limits or Limits()
         self._wait_ready()
         self._counter += 1
@@ -155,11 +155,12 @@ class Sandbox:
 
     @staticmethod
     def _load(path: str, nonce: str) -> dict[str, Any] | None:
-        import torch
+        from grader.sandbox.wire import WireError, loads
 
         try:
-            loaded = torch.load(path, weights_only=True, map_location="cpu")
-        except Exception:  # a missing, forged or truncated file is no result
+            with open(path, "rb") as handle:
+                loaded = loads(handle.read())
+        except (OSError, WireError):  # a missing, forged or truncated file is no result
             return None
         return loaded if isinstance(loaded, dict) and loaded.get("nonce") == nonce else None
 

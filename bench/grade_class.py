@@ -1,0 +1,89 @@
+"""Batch grading throughput: build a class of N submissions from the known-mistake and
+correct-idiom files of the tests, grade it, and report beside a bare torch import.
+
+Prints submissions per second, the per-submission overhead beyond the submission's own probe
+time, and the grader's memory at start and end. Usage:
+    python bench/grade_class.py [--n 1000] [--workers 2] [--lab optim]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def rss_mib() -> float:
+    with open(f"/proc/{os.getpid()}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def build_class(lab: str, n: int, folder: Path) -> None:
+    sources = sorted((ROOT / "tests" / "submissions" / lab).glob("*.py"))
+    for index in range(n):
+        shutil.copy(sources[index % len(sources)], folder / f"student{index:05d}.py")
+
+
+def bare_import_s() -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--lab", default="optim")
+    args = parser.parse_args()
+
+    from grader.batch import BatchOptions, grade_class
+    from grader.engine import CheckOptions
+
+    import_s = bare_import_s()
+    with tempfile.TemporaryDirectory() as tmp:
+        subs, out = Path(tmp) / "subs", Path(tmp) / "out"
+        subs.mkdir()
+        build_class(args.lab, args.n, subs)
+        elapsed: list[float] = []
+        probes: list[float] = []
+        start_rss = rss_mib()
+
+        def record(student: str, report, reused: bool) -> None:
+            elapsed.append(report.elapsed_s)
+            probes.append(report.probe_s)
+
+        started = time.perf_counter()
+        result = grade_class(subs, options=BatchOptions(
+            lab=args.lab, out=out, workers=args.workers,
+            check=CheckOptions(device="cpu", lang="en")), on_progress=record)
+        wall = time.perf_counter() - started
+        end_rss = rss_mib()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    per_sub = wall * args.workers / max(result.students, 1)
+    print(f"lab {args.lab}, {result.students} submissions, {args.workers} workers, "
+          f"{os.cpu_count()} cores")
+    print(f"wall {wall:.1f} s -> {result.students / wall:.1f} submissions/s")
+    print(f"per submission (worker time): {per_sub * 1000:.0f} ms; of which probes "
+          f"{statistics.fmean(probes) * 1000:.0f} ms (median {statistics.median(probes) * 1000:.0f});"
+          f" overhead beyond probes {(per_sub - statistics.fmean(probes)) * 1000:.0f} ms")
+    print(f"grader RSS: start {start_rss:.0f} MiB, end {end_rss:.0f} MiB, peak {peak:.0f} MiB")
+    print(f"bare `python -c 'import torch'`: {import_s:.2f} s "
+          f"(a fresh process per submission would need {import_s * result.students / args.workers:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
