@@ -24,6 +24,9 @@ DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
 
 
+_ITEMSIZE = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
+
+
 class WireError(ValueError):
     """The bytes are not a well-formed observation file."""
 
@@ -61,22 +64,17 @@ def loads(data: bytes) -> Any:
     (length,) = struct.unpack("<Q", data[:8])
     if length > len(data) - 8:
         raise WireError("truncated header")
-    try:
-        header = json.loads(data[8:8 + length])
-    except ValueError as exc:
-        raise WireError(f"bad header: {exc}") from exc
     body = memoryview(data)[8 + length:]
 
-    def decode(value: Any) -> Any:
-        if isinstance(value, dict):
-            if TENSOR in value:
-                return _tensor(value[TENSOR], body)
-            return {k: decode(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [decode(v) for v in value]
-        return value
+    def tensors(obj: dict[str, Any]) -> Any:  # called by the C parser for each object
+        return _tensor(obj[TENSOR], body) if TENSOR in obj else obj
 
-    return decode(header)
+    try:
+        return json.loads(data[8:8 + length], object_hook=tensors)
+    except ValueError as exc:  # WireError included
+        if isinstance(exc, WireError):
+            raise
+        raise WireError(f"bad header: {exc}") from exc
 
 
 def _tensor(entry: Any, body: memoryview) -> torch.Tensor:
@@ -86,7 +84,7 @@ def _tensor(entry: Any, body: memoryview) -> torch.Tensor:
         shape = [int(s) for s in shape]
     except (ValueError, TypeError, KeyError) as exc:
         raise WireError(f"bad tensor entry {entry!r}") from exc
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = _ITEMSIZE[dtype]
     if nbytes != math.prod(shape) * itemsize or offset < 0 or offset + nbytes > len(body):
         raise WireError(f"tensor bytes out of range: {entry!r}")
     if nbytes == 0:
