@@ -38,6 +38,26 @@ def test_stub_scores_zero_with_not_implemented_and_exit_1() -> None:
     assert all("not implemented" in c["message"] for c in graded)
 
 
+LABS = {"optim": "optimizer.py", "tensor_ops": "tensor_ops.py",
+        "autograd": "autograd_inplace.py"}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("lab", sorted(LABS))
+def test_every_lab_solution_full_marks_and_stub_zero(lab: str) -> None:
+    solution = run("check", str(ROOT / "solutions" / lab / LABS[lab]), "--format", "json")
+    assert solution.returncode == 0, solution.stdout[-2000:]
+    report = Report.model_validate_json(solution.stdout)
+    assert report.lab == lab and report.score == report.max_score > 0
+    stub = run("check", str(ROOT / "assignments" / lab / LABS[lab]), "--format", "json",
+               "--lang", "en")
+    assert stub.returncode == 1
+    stub_report = Report.model_validate_json(stub.stdout)
+    assert stub_report.score == 0
+    graded = [c for c in stub_report.checks if c.status != "skipped"]
+    assert graded and all("not implemented" in c.message for c in graded)
+
+
 def test_text_report_marks_and_explains_failures(tmp_path: Path) -> None:
     buggy = Path(__file__).parents[1] / "examples" / "optim" / "buggy" / "optimizer.py"
     result = run("check", str(buggy), "--lang", "en")
