@@ -62,9 +62,13 @@ def main() -> None:
         probes: list[float] = []
         start_rss = rss_mib()
 
+        warm_rss: list[float] = []
+
         def record(student: str, report, reused: bool) -> None:
             elapsed.append(report.elapsed_s)
             probes.append(report.probe_s)
+            if len(elapsed) == max(10, args.n // 10):
+                warm_rss.append(rss_mib())  # after the workers and references warmed up
 
         started = time.perf_counter()
         result = grade_class(subs, options=BatchOptions(
@@ -78,11 +82,15 @@ def main() -> None:
           f"{os.cpu_count()} cores")
     print(f"wall {wall:.1f} s -> {result.students / wall:.1f} submissions/s")
     print(f"per submission (worker time): {per_sub * 1000:.0f} ms; of which probes "
-          f"{statistics.fmean(probes) * 1000:.0f} ms (median {statistics.median(probes) * 1000:.0f});"
-          f" overhead beyond probes {(per_sub - statistics.fmean(probes)) * 1000:.0f} ms")
-    print(f"grader RSS: start {start_rss:.0f} MiB, end {end_rss:.0f} MiB, peak {peak:.0f} MiB")
+          f"{statistics.fmean(probes) * 1000:.0f} ms "
+          f"(median {statistics.median(probes) * 1000:.0f}); "
+          f"overhead beyond probes {(per_sub - statistics.fmean(probes)) * 1000:.0f} ms")
+    warm = warm_rss[0] if warm_rss else float("nan")
+    print(f"grader RSS: before torch {start_rss:.0f} MiB, after {max(10, args.n // 10)} "
+          f"submissions {warm:.0f} MiB, end {end_rss:.0f} MiB, peak {peak:.0f} MiB")
+    fresh = import_s * result.students / args.workers
     print(f"bare `python -c 'import torch'`: {import_s:.2f} s "
-          f"(a fresh process per submission would need {import_s * result.students / args.workers:.0f} s)")
+          f"(a fresh process per submission would need {fresh:.0f} s)")
 
 
 if __name__ == "__main__":
