@@ -195,17 +195,16 @@ def grade_class(submissions: Path, *, options: BatchOptions,
     if on_start is not None:
         on_start(len(students))
     workers = _Workers(options.lab)
-    reports: dict[str, Report] = {}
     try:
         with ThreadPoolExecutor(max_workers=max(1, options.workers)) as pool:
             futures = {pool.submit(_grade_one, found, options, workers): found
                        for found in students}
             try:
-                for future in as_completed(futures):
+                for future in as_completed(list(futures)):
                     report, reused = future.result()
+                    del futures[future]  # memory stays flat: the report lives on disk now
                     if not reused:
                         _save(report, options)
-                    reports[report.student] = report
                     result.reused += reused
                     result.graded += not reused and not report.error
                     if report.error:

@@ -159,7 +159,11 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
     target = sandbox.new_submission_file(submission.source)
     tasks = [TaskSpec(function, device, lab.cases(function))
              for function in lab.functions for device in devices]
-    job = sandbox.run_job(lab=lab.name, submission=target, tasks=tasks, limits=options.limits)
+    try:
+        job = sandbox.run_job(lab=lab.name, submission=target, tasks=tasks,
+                              limits=options.limits)
+    finally:
+        sandbox.discard(target)
     problem = _problem(job.outcome.api_status, job.outcome.api_signal,
                        job.outcome.api_exit_code, job.api, "import", options.limits, submission)
     probe_s = sum(outcome.wall_s for outcome in job.outcome.tasks)

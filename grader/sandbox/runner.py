@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -150,8 +151,14 @@ class Sandbox:
              if task_outcome.status == "ok" else None)
             for task, task_outcome in zip(job.tasks, outcome.tasks, strict=True)
         ]
-        return JobResult(outcome=outcome, api=api, tasks=results,
-                         log=_tail(Path(job.log_path)))
+        log = _tail(Path(job.log_path))
+        shutil.rmtree(job_dir, ignore_errors=True)  # read: the disk stays flat over a class
+        return JobResult(outcome=outcome, api=api, tasks=results, log=log)
+
+    def discard(self, submission: Path) -> None:
+        """Remove a submission file made by `new_submission_file` once it is graded."""
+        if submission.parent.parent == self.workdir:
+            shutil.rmtree(submission.parent, ignore_errors=True)
 
     @staticmethod
     def _load(path: str, nonce: str) -> dict[str, Any] | None:
