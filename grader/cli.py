@@ -6,6 +6,7 @@ Exit codes (one place): 0 every check passed, 1 a check failed, 2 usage error, 3
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -40,6 +41,25 @@ def _load_override(path: Path | None):  # -> RubricOverride | None
     return None
 
 
+def grading_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options `check` and `grade` share: device, language, limits, rubric."""
+    options = [
+        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+                     show_default=True),
+        click.option("--lang", type=click.Choice(["en", "ko"]), default=None,
+                     help="Language of the feedback (default: from the locale)."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+                     show_default=True, help="Wall-time limit per function's checks, seconds."),
+        click.option("--memory", "memory_mib", type=click.IntRange(min=256), default=4096,
+                     show_default=True, help="Memory limit per submission, in MiB."),
+        click.option("--rubric", "rubric_path", type=click.Path(path_type=Path),
+                     help="Instructor TOML file: [weights] per check id, [policies] on/off."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="inplace-grader")
 def main() -> None:
@@ -49,18 +69,9 @@ def main() -> None:
 @main.command()
 @click.argument("submission", type=click.Path(path_type=Path))
 @click.option("--lab", help="Lab name (default: inferred from the file name).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
-              show_default=True)
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
-@click.option("--lang", type=click.Choice(["en", "ko"]), default=None,
-              help="Language of the feedback (default: from the locale).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
-              show_default=True, help="Wall-time limit per function's checks, in seconds.")
-@click.option("--memory", "memory_mib", type=click.IntRange(min=256), default=4096,
-              show_default=True, help="Memory limit per function, in MiB.")
-@click.option("--rubric", "rubric_path", type=click.Path(path_type=Path),
-              help="Instructor TOML file: [weights] per check id, [policies] on/off.")
+@grading_options
 @click.option("--debug", is_flag=True, help="Show tracebacks and the submission's output.")
 def check(submission: Path, lab: str | None, device: str, output_format: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
@@ -101,16 +112,7 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
               help="Folder for the gradebook, reports and feedback (created if missing).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Parallel workers (default: the number of cores).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
-              show_default=True)
-@click.option("--lang", type=click.Choice(["en", "ko"]), default=None,
-              help="Language of the feedback files (default: from the locale).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
-              show_default=True, help="Wall-time limit per function's checks, in seconds.")
-@click.option("--memory", "memory_mib", type=click.IntRange(min=256), default=4096,
-              show_default=True, help="Memory limit per submission, in MiB.")
-@click.option("--rubric", "rubric_path", type=click.Path(path_type=Path),
-              help="Instructor TOML file: [weights] per check id, [policies] on/off.")
+@grading_options
 @click.option("--force", is_flag=True, help="Regrade submissions already graded.")
 def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,

@@ -8,8 +8,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from grader.checks.findings import Finding
 from grader.models import CheckKind, Rubric
+
+# Dtype names used in cases (they cross the process boundary as JSON).
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,6 +36,18 @@ class Evidence:
     policy_calls: list[str]
     cases: dict[str, Any] = field(default_factory=dict)
     device: str = "cpu"
+
+
+def signature_judge(function: str, *, kind: str, parameters: list[tuple[str, str | None]],
+                    methods: tuple[str, ...] = ()) -> Callable[[Evidence], Finding]:
+    """The `api` judge of one lab name: defined, of the right kind, with the lab's signature."""
+    from grader.checks.api import judge_signature
+
+    def judge(evidence: Evidence) -> Finding:
+        return judge_signature(evidence.api.get(function), name=function, kind=kind,
+                               parameters=parameters, methods=methods)
+
+    return judge
 
 
 @dataclass(frozen=True)

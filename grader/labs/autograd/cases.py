@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
+from grader.labs.base import DTYPES
+
 Case = dict[str, Any]
 
-DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.float64}
 NONLEAF_SCALE = 1.5
 
 

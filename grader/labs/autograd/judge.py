@@ -10,12 +10,10 @@ from typing import Any
 import torch
 
 from grader.checks.allocation import full_size_temporaries
-from grader.checks.api import judge_signature
 from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.labs.autograd.cases import (
-    DTYPES,
     NONLEAF_SCALE,
     Case,
     build_start,
@@ -23,7 +21,7 @@ from grader.labs.autograd.cases import (
     draw,
     loss_weights,
 )
-from grader.labs.base import CheckSpec, Evidence, Lab
+from grader.labs.base import DTYPES, CheckSpec, Evidence, Lab, signature_judge
 
 FUNCTIONS = ("update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias")
 IN_PLACE_ALLOWED = ("plain", "nonleaf", "no_grad_leaf")
@@ -501,14 +499,6 @@ SIGNATURES: dict[str, list[tuple[str, str | None]]] = {
 }
 
 
-def judge_api(function: str) -> Callable[[Evidence], Finding]:
-    def judge(evidence: Evidence) -> Finding:
-        return judge_signature(evidence.api.get(function), name=function, kind="function",
-                               parameters=SIGNATURES[function])
-
-    return judge
-
-
 def _checks() -> tuple[CheckSpec, ...]:
     def spec(check_id: str, kind: Any, cases: Callable[[], list[Case]],
              rule: Callable[[Case, dict[str, Any]], Finding | None], **options: Any) -> CheckSpec:
@@ -519,8 +509,9 @@ def _checks() -> tuple[CheckSpec, ...]:
     forbidden = lambda: _cases("add_or_copy", "forbidden")  # noqa: E731
     errors = lambda: _cases("add_or_copy", "error")  # noqa: E731
     both = lambda: allowed() + forbidden()  # noqa: E731
-    checks = [CheckSpec(f"{f}.signature", "api", judge_api(f), per_device=False)
-              for f in FUNCTIONS]
+    checks = [CheckSpec(f"{f}.signature", "api",
+                        signature_judge(f, kind="function", parameters=SIGNATURES[f]),
+                        per_device=False) for f in FUNCTIONS]
     checks += [
         spec("update_leaf_.returns_leaf", "identity", _leaf_cases, _update_identity),
         spec("update_leaf_.same_memory", "storage", _leaf_cases, _update_storage),

@@ -12,6 +12,7 @@ from grader.checks import tensors
 from grader.checks.allocation import AllocationTracker, warm_up_meters
 from grader.checks.api import describe_module
 from grader.labs.autograd.cases import Case, build_start, build_value, draw, loss_weights
+from grader.labs.probing import run_cases
 from grader.sandbox.child import call_student
 
 LAB_NAMES = ["update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias"]
@@ -30,15 +31,8 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
 
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case]) -> dict[str, Any]:
-    target = getattr(module, function, None)
-    observed: dict[str, Any] = {}
-    for case in cases:
-        if target is None:
-            observed[case["id"]] = {"error": {"type": "AttributeError", "bases": [],
-                                              "message": f"no {function}", "location": "",
-                                              "traceback": ""}}
-            continue
-        observed[case["id"]] = _PROBES[function](target, case, device)
+    observed = run_cases(module, function, cases,
+                         lambda target, case: _PROBES[function](target, case, device))
     return {"cases": observed, "policy_calls": []}
 
 

@@ -12,14 +12,10 @@ from typing import Any
 
 import torch
 
+from grader.labs.base import DTYPES
+
 Case = dict[str, Any]
 
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
 
 # Kinds of gradient a zero_grad case gives each parameter.
 GRAD_KINDS = ("normal", "none", "inf_nan", "grad_fn", "noncontig")

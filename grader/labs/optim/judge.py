@@ -12,13 +12,12 @@ from typing import Any
 import torch
 
 from grader.checks.allocation import judge_allocations
-from grader.checks.api import judge_signature
 from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.policy import judge_policy
 from grader.checks.tensors import same_values
-from grader.labs.base import CheckSpec, Evidence, Lab
+from grader.labs.base import CheckSpec, Evidence, Lab, signature_judge
 from grader.labs.optim import reference
 from grader.labs.optim.cases import DTYPES, Case, attach_grads, build_params
 
@@ -579,24 +578,21 @@ SIGNATURES: dict[str, tuple[str, list[tuple[str, str | None]], tuple[str, ...]]]
 }
 
 
-def judge_api(function: str):
-    kind, parameters, methods = SIGNATURES[function]
-
-    def judge(evidence: Evidence) -> Finding:
-        return judge_signature(evidence.api.get(function), name=function, kind=kind,
-                               parameters=parameters, methods=methods)
-
-    return judge
-
-
 def judge_no_optim(evidence: Evidence) -> Finding:
     return judge_policy(package="torch.optim", static=evidence.static_policy,
                         calls=evidence.policy_calls)
 
 
+def _signature_check(name: str) -> CheckSpec:
+    kind, parameters, methods = SIGNATURES[name]
+    return CheckSpec(f"{name}.signature", "api",
+                     signature_judge(name, kind=kind, parameters=parameters, methods=methods),
+                     per_device=False)
+
+
 def _checks() -> tuple[CheckSpec, ...]:
     checks = [
-        CheckSpec("zero_grad.signature", "api", judge_api("zero_grad"), per_device=False),
+        _signature_check("zero_grad"),
         CheckSpec("zero_grad.keeps_grad_object", "identity", judge_zero_grad_identity),
         CheckSpec("zero_grad.zeroes_own_memory", "storage", judge_zero_grad_storage),
         CheckSpec("zero_grad.exact_zeros", "numerics", judge_zero_grad_numerics),
@@ -604,7 +600,7 @@ def _checks() -> tuple[CheckSpec, ...]:
         CheckSpec("zero_grad.missing_grads_stay_none", "identity", judge_zero_grad_missing),
         CheckSpec("zero_grad.set_to_none", "identity", judge_zero_grad_to_none),
         CheckSpec("zero_grad.params_untouched", "side_effect", judge_zero_grad_params),
-        CheckSpec("sgd_step.signature", "api", judge_api("sgd_step"), per_device=False),
+        _signature_check("sgd_step"),
         CheckSpec("sgd_step.values", "numerics", judge_sgd_step_values),
         CheckSpec("sgd_step.same_storage", "storage", judge_sgd_step_storage),
         CheckSpec("sgd_step.version_advances", "version", judge_sgd_step_version),
@@ -614,7 +610,7 @@ def _checks() -> tuple[CheckSpec, ...]:
     ]
     for cls, configs, keys in (("SGD", SGD_CONFIGS, ("momentum_buffer",)),
                                ("Adam", ADAM_CONFIGS, ("exp_avg", "exp_avg_sq"))):
-        checks.append(CheckSpec(f"{cls}.signature", "api", judge_api(cls), per_device=False))
+        checks.append(_signature_check(cls))
         checks.append(CheckSpec(f"{cls}.validation", "api", judge_validation(cls),
                                 per_device=False))
         checks += [CheckSpec(f"{cls}.trajectory.{name}", "numerics", judge_trajectory(cls, name))

@@ -21,6 +21,7 @@ from grader.checks.allocation import (
 from grader.checks.api import describe_module
 from grader.checks.policy import CallRecorder
 from grader.labs.optim.cases import Case, attach_grads, build_params, step_grads
+from grader.labs.probing import run_cases
 from grader.sandbox.child import call_student
 
 LAB_NAMES = ["zero_grad", "sgd_step", "SGD", "Adam"]
@@ -45,16 +46,9 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
 
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case]) -> dict[str, Any]:
-    target = getattr(module, function, None)
-    observed: dict[str, Any] = {}
     _recorder.reset()
-    for case in cases:
-        if target is None:
-            observed[case["id"]] = {"error": {"type": "AttributeError", "message":
-                                              f"no {function}", "location": "", "traceback": ""}}
-            continue
-        runner = _PROBES[case["probe"]]
-        observed[case["id"]] = runner(target, case, device)
+    observed = run_cases(module, function, cases,
+                         lambda target, case: _PROBES[case["probe"]](target, case, device))
     return {"cases": observed, "policy_calls": list(_recorder.calls)}
 
 

@@ -11,14 +11,10 @@ from typing import Any
 
 import torch
 
+from grader.labs.base import DTYPES
+
 Case = dict[str, Any]
 
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
 HALF = ("float16", "bfloat16")
 
 # layout -> (shape of the base tensor, how the argument is cut from it)

@@ -10,12 +10,11 @@ from typing import Any
 import torch
 
 from grader.checks.allocation import judge_allocations
-from grader.checks.api import judge_signature
 from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
-from grader.labs.base import CheckSpec, Evidence, Lab
+from grader.labs.base import CheckSpec, Evidence, Lab, signature_judge
 from grader.labs.tensor_ops import reference
 from grader.labs.tensor_ops.cases import HALF, LAYOUTS, Case, view_of
 
@@ -304,19 +303,13 @@ def _second_arg(function: str) -> str:
     return {"axpy_": "x", "ema_update_": "new"}.get(function, "")
 
 
-def judge_api(function: str) -> Callable[[Evidence], Finding]:
-    def judge(evidence: Evidence) -> Finding:
-        return judge_signature(evidence.api.get(function), name=function, kind="function",
-                               parameters=SIGNATURES[function])
-
-    return judge
-
-
 def _checks() -> tuple[CheckSpec, ...]:
     checks: list[CheckSpec] = []
     for function in FUNCTIONS:
         checks += [
-            CheckSpec(f"{function}.signature", "api", judge_api(function), per_device=False),
+            CheckSpec(f"{function}.signature", "api",
+                      signature_judge(function, kind="function", parameters=SIGNATURES[function]),
+                      per_device=False),
             CheckSpec(f"{function}.returns_input", "identity", judge_identity(function)),
             CheckSpec(f"{function}.same_memory", "storage", judge_storage(function)),
             CheckSpec(f"{function}.version_advances", "version", judge_version(function)),

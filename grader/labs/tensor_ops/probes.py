@@ -15,6 +15,7 @@ from grader.checks.allocation import (
     warm_up_meters,
 )
 from grader.checks.api import describe_module
+from grader.labs.probing import run_cases
 from grader.labs.tensor_ops.cases import Case, build_args, build_base, build_other, view_of
 from grader.sandbox.child import call_student
 
@@ -35,19 +36,9 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
 
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case]) -> dict[str, Any]:
-    target = getattr(module, function, None)
-    observed: dict[str, Any] = {}
-    for case in cases:
-        if target is None:
-            observed[case["id"]] = {"error": {"type": "AttributeError", "bases": [],
-                                              "message": f"no {function}", "location": "",
-                                              "traceback": ""}}
-        elif case["measure"] == "allocation":
-            observed[case["id"]] = probe_allocation(target, case, device)
-        elif case["measure"] == "rejects":
-            observed[case["id"]] = probe_rejects(target, case, device)
-        else:
-            observed[case["id"]] = probe_state(target, case, device)
+    runners = {"allocation": probe_allocation, "rejects": probe_rejects, "state": probe_state}
+    observed = run_cases(module, function, cases,
+                         lambda target, case: runners[case["measure"]](target, case, device))
     return {"cases": observed, "policy_calls": []}
 
 
