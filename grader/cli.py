@@ -154,12 +154,11 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
         _usage_error(f"{submissions}: no submissions found (expected files or folders named "
                      "by student, or an nbgrader submitted/ folder)")
     assert result.summary is not None
-    stdout = Console(highlight=False)
-    stdout.print(summary_text(result.summary), end="", markup=False)
+    click.echo(summary_text(result.summary), nl=False)  # plain text: never wrapped
     for line in iter_failures(result):
-        stdout.print(f"not graded: {line}", markup=False)
+        click.echo(f"not graded: {line}")
     rate = (result.graded / result.elapsed_s) if result.elapsed_s else 0.0
-    stdout.print(f"graded {result.graded}, reused {result.reused}, failed to grade "
+    click.echo(f"graded {result.graded}, reused {result.reused}, failed to grade "
                   f"{len(result.errors)}; mean {result.summary.mean_percent:.1f}%; "
                   f"{result.elapsed_s:.1f} s ({rate:.1f}/s); gradebook: {out / 'gradebook.csv'}")
 

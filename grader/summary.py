@@ -47,8 +47,9 @@ def summarize(reports: list[Report], *, top: int = 10) -> ClassSummary:
         mean_percent=statistics.fmean(percents) if percents else 0.0,
         median_percent=statistics.median(percents) if percents else 0.0,
         distribution=distribution,
-        most_failed=[FailedCheck(check_id, names[check_id], count)
-                     for check_id, count in failed.most_common(top)],
+        most_failed=[FailedCheck(check_id, names[check_id], count)  # ties: by id, stable
+                     for check_id, count in sorted(failed.items(),
+                                                   key=lambda item: (-item[1], item[0]))[:top]],
     )
 
 
