@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 from types import ModuleType
 from typing import Any
@@ -72,7 +73,7 @@ def judge_signature(
             got.index(found) != position)
         if found is None or misplaced:
             return fail("api_signature", name=name, expected=expected_text, got=got_text)
-        if default is not None and _default(found) != default:
+        if default is not None and not same_default(_default(found), default):
             return fail("api_default", name=name, parameter=param_name, expected=default,
                         got=_default(found) or "no default")
     required = {n for n, _ in parameters}
@@ -87,6 +88,19 @@ def judge_signature(
     if missing_methods:
         return fail("api_missing_method", name=name, method=missing_methods[0])
     return PASS
+
+
+def same_default(got: str | None, expected: str) -> bool:
+    """Defaults compared by value: `0` equals `0.0`, `[0.9, 0.999]` equals `(0.9, 0.999)`."""
+    if got is None:
+        return False
+    try:
+        got_value, expected_value = ast.literal_eval(got), ast.literal_eval(expected)
+    except (ValueError, SyntaxError):
+        return got == expected
+    if isinstance(got_value, (list, tuple)) and isinstance(expected_value, (list, tuple)):
+        return tuple(got_value) == tuple(expected_value)
+    return bool(got_value == expected_value and type(got_value) is not str)
 
 
 def _default(parameter: dict[str, Any]) -> str | None:

@@ -27,3 +27,12 @@ def test_docstrings_and_unrelated_names_are_not_uses() -> None:
     source = ('import torch\nclass SGD:\n    """Like `torch.optim.SGD`."""\n'
               "    def step(self):\n        self.optim = 1\n")
     assert static_uses(source, package="torch.optim", names=NAMES) == {"zero_grad": [], "SGD": []}
+
+
+def test_defaults_are_compared_by_value() -> None:
+    from grader.checks.api import same_default
+
+    assert same_default("0", "0.0") and same_default("[0.9, 0.999]", "(0.9, 0.999)")
+    assert same_default("1e-08", "1e-08") and same_default("False", "False")
+    assert not same_default("True", "False") and not same_default("0.01", "0.001")
+    assert not same_default(None, "0.0") and not same_default("'0.0'", "0.0")
