@@ -103,7 +103,7 @@ def _read(found: Found, filename: str) -> Submission | str:
     if found.path is None:
         return found.error
     try:
-        submission = load_submission(found.path, filename=filename)
+        submission = load_submission(found.path, filename=filename, own_folder=found.own_folder)
     except SubmissionError as exc:
         return str(exc)
     if not submission.source.strip():

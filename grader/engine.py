@@ -161,7 +161,7 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
              for function in lab.functions for device in devices]
     try:
         job = sandbox.run_job(lab=lab.name, submission=target, tasks=tasks,
-                              limits=options.limits)
+                              limits=options.limits, search_path=submission.search_path)
     finally:
         sandbox.discard(target)
     problem = _problem(job.outcome.api_status, job.outcome.api_signal,

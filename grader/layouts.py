@@ -24,6 +24,7 @@ class Found:
     student: str
     path: Path | None
     error: str = ""
+    own_folder: bool = False  # the file's folder holds only this student's files
 
 
 def _candidates(folder: Path) -> list[Path]:
@@ -76,7 +77,7 @@ def discover(root: Path, *, filename: str) -> list[Found]:
     for folder in _subfolders(root):
         picked = _in_student_folder(folder, filename)
         found.setdefault(folder.name, []).append(
-            Found(folder.name, picked) if isinstance(picked, Path)
+            Found(folder.name, picked, own_folder=True) if isinstance(picked, Path)
             else Found(folder.name, None, picked))
     result = []
     for student, entries in sorted(found.items()):

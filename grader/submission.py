@@ -19,6 +19,9 @@ class SubmissionError(ValueError):
 class Submission:
     path: Path
     source: str
+    # The student's own folder, importable by the submission (helper modules beside it);
+    # None where the folder holds other students' files (a flat class folder).
+    search_path: Path | None = None
 
 
 def notebook_source(path: Path) -> str:
@@ -38,8 +41,11 @@ def notebook_source(path: Path) -> str:
     return "\n\n".join(cells) + "\n"
 
 
-def load_submission(path: Path, *, filename: str) -> Submission:
-    """The submission's source; `filename` is the lab's file to look for inside a folder."""
+def load_submission(path: Path, *, filename: str, own_folder: bool = True) -> Submission:
+    """The submission's source; `filename` is the lab's file to look for inside a folder.
+
+    With `own_folder`, the file's folder belongs to this student alone and is importable.
+    """
     if not path.exists():
         raise SubmissionError(f"{path}: no such file or folder")
     if path.is_dir():
@@ -48,10 +54,11 @@ def load_submission(path: Path, *, filename: str) -> Submission:
         if found is None:
             raise SubmissionError(f"{path}: no {filename} (or notebook) in this folder")
         path = found
+    search_path = path.parent.resolve() if own_folder else None
     if path.suffix == ".ipynb":
-        return Submission(path, notebook_source(path))
+        return Submission(path, notebook_source(path), search_path)
     try:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SubmissionError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from exc
-    return Submission(path, source)
+    return Submission(path, source, search_path)

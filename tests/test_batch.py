@@ -158,3 +158,24 @@ def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
                           "--out", str(tmp_path / "out2")], capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 2 and "no submissions found" in run.stderr
+
+
+def test_a_student_folder_may_import_its_own_helpers_but_not_other_students(
+        tmp_path: Path) -> None:
+    source = (KNOWN / "reference_copy.py").read_text()
+    helper = "from helpers import zero_grad  # noqa\n"
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "alice" / "helpers.py").write_text(source)
+    head, tail = source.split("def zero_grad")[0], source.split("def sgd_step")[1]
+    future = "from __future__ import annotations\n"
+    (subs / "alice" / "optimizer.py").write_text(
+        head.replace(future, future + helper) + "def sgd_step" + tail)
+    (subs / "bob.py").write_text("import alice_helpers_do_not_exist  # noqa\n" + source)
+    (subs / "carol.py").write_text("import bob  # another student's file: not importable\n"
+                                   + source)
+    out = tmp_path / "out"
+    grade_class(subs, options=options(out))
+    book = rows(out)
+    assert book["alice"]["percent"] == "100.0"
+    assert book["carol"]["score"] == "0"

@@ -103,6 +103,8 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
                            cuda=any(t.device == "cuda" for t in job.tasks[first_task:]))
     lab_probes.prepare()
     header = {"nonce": job.nonce, "limits": limits}
+    if job.search_path:
+        sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
     try:
         module = import_submission(job.submission_path)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import count too

@@ -34,6 +34,7 @@ class Job(BaseModel):
     job_id: str
     lab: str
     submission_path: str
+    search_path: str = Field(default="", description="The student's folder, importable.")
     api_path: str
     log_path: str
     nonce: str

@@ -120,7 +120,7 @@ class Sandbox:
             self._ready = True
 
     def run_job(self, *, lab: str, submission: Path, tasks: list[TaskSpec],
-                limits: Limits | None = None) -> JobResult:
+                limits: Limits | None = None, search_path: Path | None = None) -> JobResult:
         """Run one submission's tasks; observations are loaded as data (wire.py), never run."""
         limits = limits or Limits()
         self._wait_ready()
@@ -131,6 +131,7 @@ class Sandbox:
             job_id=str(self._counter),
             lab=lab,
             submission_path=str(submission),
+            search_path=str(search_path or ""),
             api_path=str(job_dir / "api.pt"),
             log_path=str(job_dir / "output.log"),
             nonce=secrets.token_hex(16),
