@@ -251,6 +251,10 @@ def _problem(status: str, signal_number: int | None, exit_code: int | None,
         return fail("exited", function=function, exit_code=exit_code)
     if status != "ok" or record is None:
         return fail("no_result", function=function)
+    tampered = record.get("tampered")
+    if tampered:
+        return fail("tampered", function=function, names=", ".join(tampered[:5]),
+                    count=len(tampered))
     error = record.get("import_error")
     if error is not None:
         return fail("import_error", debug=error.get("traceback", ""),

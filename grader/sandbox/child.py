@@ -15,6 +15,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from grader.sandbox import tamper
 from grader.sandbox.limits import apply_rlimits
 from grader.sandbox.protocol import Job
 
@@ -90,7 +91,8 @@ def _save(record: dict[str, Any], path: str) -> None:
 def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     """Import the submission, describe its API, then run the tasks from `first_task` on.
 
-    Progress goes to the zygote as lines: `I` (imported), `S n` (task n started), `D n` (done).
+    Progress goes to the zygote as lines: `I` (imported) or `E` (the import failed),
+    `S n` (task n started), `D n` (done).
     """
     import torch
 
@@ -105,22 +107,28 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     header = {"nonce": job.nonce, "limits": limits}
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
+    clean = tamper.snapshot()
     try:
         module = import_submission(job.submission_path)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import count too
         _save({**header, "import_error": describe_exception(exc)}, job.api_path)
-        _progress(progress_fd, "I")
+        _progress(progress_fd, "E")
         return
     if first_task == 0:
-        _save({**header, "api": lab_probes.describe_api(module)}, job.api_path)
+        _save({**header, "api": lab_probes.describe_api(module),
+               "tampered": tamper.changes(clean)}, job.api_path)
     _progress(progress_fd, "I")
     for index in range(first_task, len(job.tasks)):
         task = job.tasks[index]
         _progress(progress_fd, f"S {index}")
         observations = lab_probes.probe(module, task.function, device=task.device,
                                         cases=task.cases)
-        _save({**header, "observations": observations}, task.result_path)
+        changed = tamper.changes(clean)
+        _save({**header, "observations": observations, "tampered": changed},
+              task.result_path)
         _progress(progress_fd, f"D {index}")
+        if changed:
+            return  # later tasks get a fresh child, with torch as it was
 
 
 def child_main(job: Job, *, first_task: int, progress_fd: int) -> None:

@@ -24,6 +24,7 @@ DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
 
 
+_data_ptr = torch._C.TensorBase.data_ptr  # captured before any submission can patch it
 _ITEMSIZE = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
 
 
@@ -40,7 +41,7 @@ def dumps(record: Any) -> bytes:
         if isinstance(value, torch.Tensor):
             tensor = value.detach().to("cpu").contiguous()
             nbytes = tensor.numel() * tensor.element_size()
-            data = ctypes.string_at(tensor.data_ptr(), nbytes) if nbytes else b""
+            data = ctypes.string_at(_data_ptr(tensor), nbytes) if nbytes else b""
             entry = [offset, nbytes, str(tensor.dtype).removeprefix("torch."),
                      list(tensor.shape)]
             blobs.append(data)

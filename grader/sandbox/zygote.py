@@ -137,17 +137,19 @@ def run_job(job: Job) -> JobOutcome:
         child = _Child(job, next_task)
         children += 1
         current: int | None = None  # None while importing or between tasks
+        import_failed = ran_any = False
         started = time.monotonic()
         deadline = started + job.timeout_s
         while (message := child.next_message(deadline)) is not None:
-            if message == "I":
+            if message in ("I", "E"):
                 api_outcome = api_outcome or TaskOutcome(status="ok")
+                import_failed = message == "E"
             elif message.startswith("S "):
                 current, started = int(message[2:]), time.monotonic()
                 deadline = started + job.timeout_s
             elif message.startswith("D ") and current is not None:
                 outcomes[current] = TaskOutcome(status="ok", wall_s=time.monotonic() - started)
-                current = None
+                next_task, current, ran_any = current + 1, None, True
         timed_out = child.status is None
         status = child.stop()
         leftovers += kill_leftovers()
@@ -155,10 +157,16 @@ def run_job(job: Job) -> JobOutcome:
         if api_outcome is None:  # died or hung while importing: nothing else can run
             api_outcome = failure
             break
-        if current is None:  # finished, or stopped after an import error: done
+        if import_failed:
             break
-        outcomes[current] = failure.model_copy(update={"wall_s": time.monotonic() - started})
-        next_task = current + 1
+        if current is not None:  # this task hung or killed the process
+            outcomes[current] = failure.model_copy(
+                update={"wall_s": time.monotonic() - started})
+            next_task = current + 1
+        elif not ran_any and next_task < len(job.tasks):
+            outcomes[next_task] = failure  # ended before starting any task: do not loop
+            next_task += 1
+        # Otherwise it stopped early on purpose (tampering): a fresh child goes on.
         if next_task >= len(job.tasks):
             break
     return JobOutcome(

@@ -1,0 +1,42 @@
+"""A submission that patches torch, tensor methods, the testing helpers or builtins is named."""
+
+from __future__ import annotations
+
+from grader.engine import CheckOptions, check_submission
+
+SGD_BODY = "    with torch.no_grad():\n        for p in params:"
+
+
+def grade(path):
+    return check_submission(path, lab="optim", options=CheckOptions(device="cpu", lang="en"))
+
+
+def test_patching_at_import_fails_every_function_with_the_name(make_submission) -> None:
+    path = make_submission(prelude="import torch\ntorch.Tensor.data_ptr = lambda self: 0\n")
+    report = grade(path)
+    assert report.score == 0
+    assert {c.kind for c in report.checks if c.status == "failed"} == {"runtime"}
+    assert "torch.Tensor.data_ptr" in report.checks[0].message
+
+
+def test_patching_inside_one_function_costs_that_function_only(make_submission) -> None:
+    patch = ("    import torch.testing\n"
+             "    torch.testing.assert_close = lambda *args, **kwargs: None\n")
+    path = make_submission((SGD_BODY, patch + SGD_BODY))
+    report = grade(path)
+    failed = [c for c in report.checks if c.status == "failed"]
+    assert {c.function for c in failed} == {"sgd_step"}
+    assert [c.kind for c in failed] == ["runtime"]
+    assert "torch.testing.assert_close" in failed[0].message
+    # The tasks after it ran in a fresh child, with torch as it was.
+    assert all(c.status != "failed" for c in report.checks if c.function in ("SGD", "Adam"))
+
+
+def test_patching_builtins_is_named(make_submission) -> None:
+    loop = "    for p in params:\n        if p.grad is None:\n            continue\n"
+    patch = "    import builtins\n    builtins.id = lambda obj: 0\n"
+    path = make_submission((loop + "        if set_to_none:",
+                            patch + loop + "        if set_to_none:"))
+    report = grade(path)
+    zero_grad = [c for c in report.checks if c.function == "zero_grad" and c.status == "failed"]
+    assert zero_grad and "builtins.id" in zero_grad[0].message
