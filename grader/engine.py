@@ -107,10 +107,12 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
         lab_obj = get_lab(lab)  # imports torch while the worker boots
         devices, skipped = resolve_devices(options.device)
         rubric = effective_rubric(lab_obj, options.rubric_override)
-        checks, probe_s = _grade(sandbox, lab_obj, submission, devices, rubric, options)
+        checks, probe_s, in_force = _grade(sandbox, lab_obj, submission, devices, rubric,
+                                           options)
     checks += _skipped(lab_obj, skipped, rubric, options.lang)
     report = _report(lab, str(submission.path), checks, started)
-    return report.model_copy(update={"probe_s": round(probe_s, 4)})
+    protections = list(Sandbox.protections) + in_force
+    return report.model_copy(update={"probe_s": round(probe_s, 4), "protections": protections})
 
 
 def error_report(*, lab: str, submission: str, error: str, options: CheckOptions) -> Report:
@@ -152,8 +154,9 @@ def _enabled(check: CheckSpec, rubric: Rubric) -> bool:
 
 
 def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str],
-           rubric: Rubric, options: CheckOptions) -> tuple[list[CheckResult], float]:
-    """The check results, and the seconds the submission's tasks ran."""
+           rubric: Rubric, options: CheckOptions) -> tuple[list[CheckResult], float, list[str]]:
+    """The check results, the seconds the submission's tasks ran, and the limits and
+    isolation the child reported in force."""
     from grader.checks.policy import static_uses
 
     target = sandbox.new_submission_file(submission.source)
@@ -167,12 +170,13 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
     problem = _problem(job.outcome.api_status, job.outcome.api_signal,
                        job.outcome.api_exit_code, job.api, "import", options.limits, submission)
     probe_s = sum(outcome.wall_s for outcome in job.outcome.tasks)
+    in_force = [str(p) for p in (job.api or {}).get("limits", [])]
     if problem is not None:
         return [
             _runtime_result(lab, function, device, problem, rubric, options.lang, job.log,
                             include_shared=index == 0)
             for function in lab.functions for index, device in enumerate(devices)
-        ], probe_s
+        ], probe_s, in_force
     assert job.api is not None
     api = job.api["api"]
     static = (static_uses(submission.source, package=lab.forbidden_package,
@@ -219,7 +223,7 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
             for check in lab.checks_for(function)
             if not check.per_device and _enabled(check, rubric)
         ]
-    return _ordered(lab, results), probe_s
+    return _ordered(lab, results), probe_s, in_force
 
 
 def _judge(check: CheckSpec, evidence: Evidence) -> Finding:

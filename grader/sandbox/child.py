@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from grader.sandbox import tamper
-from grader.sandbox.limits import apply_rlimits
+from grader.sandbox.limits import apply_rlimits, isolate_network
 from grader.sandbox.protocol import Job
 
 SUBMISSION_MODULE = "submission"
@@ -101,8 +101,11 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     torch.backends.cudnn.allow_tf32 = False
     lab_probes = importlib.import_module(f"grader.labs.{job.lab}.probes")
     remaining = len(job.tasks) - first_task
-    limits = apply_rlimits(job, cpu_budget_s=job.timeout_s * max(remaining, 1) + 5,
-                           cuda=any(t.device == "cuda" for t in job.tasks[first_task:]))
+    cuda = any(t.device == "cuda" for t in job.tasks[first_task:])
+    limits = apply_rlimits(job, cpu_budget_s=job.timeout_s * max(remaining, 1) + 5, cuda=cuda)
+    # CUDA talks to the driver through files, not the network, so it keeps working here.
+    if isolate_network():
+        limits.append("network namespace")
     lab_probes.prepare()
     header = {"nonce": job.nonce, "limits": limits}
     if job.search_path:

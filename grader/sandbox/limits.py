@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import resource
 
 from grader.sandbox.protocol import Job
@@ -15,13 +17,13 @@ def apply_rlimits(job: Job, *, cpu_budget_s: float, cuda: bool) -> list[str]:
     """
     applied: list[str] = []
     wanted: list[tuple[str, int, int]] = [
-        ("cpu", resource.RLIMIT_CPU, int(cpu_budget_s)),
-        ("file size", resource.RLIMIT_FSIZE, job.file_size_bytes),
-        ("open files", resource.RLIMIT_NOFILE, job.open_files),
-        ("core dumps", resource.RLIMIT_CORE, 0),
+        ("cpu time limit", resource.RLIMIT_CPU, int(cpu_budget_s)),
+        ("file size limit", resource.RLIMIT_FSIZE, job.file_size_bytes),
+        ("open files limit", resource.RLIMIT_NOFILE, job.open_files),
+        ("no core dumps", resource.RLIMIT_CORE, 0),
     ]
     if not cuda:
-        wanted.append(("memory", resource.RLIMIT_AS, job.memory_bytes))
+        wanted.append(("memory limit", resource.RLIMIT_AS, job.memory_bytes))
     for name, which, value in wanted:
         try:
             _, hard = resource.getrlimit(which)
@@ -31,3 +33,20 @@ def apply_rlimits(job: Job, *, cpu_budget_s: float, cuda: bool) -> list[str]:
         except (ValueError, OSError):
             continue
     return applied
+
+
+CLONE_NEWNET = 0x40000000
+
+
+def isolate_network() -> bool:
+    """Move this (forked, single-threaded) child into a network namespace of its own, where
+    nothing is reachable, not even the host's loopback. Needs root (CAP_SYS_ADMIN); in a
+    container without it the call fails with EPERM and False is returned: the report then
+    does not list the protection."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.unshare(CLONE_NEWNET) == 0
+    except (OSError, AttributeError):
+        return False

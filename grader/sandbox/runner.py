@@ -67,7 +67,7 @@ class Sandbox:
     wrote (JSON and raw tensor bytes, see wire.py: loading never runs code).
     """
 
-    protections = ("separate process", "process group kill", "child subreaper", "rlimits")
+    protections = ("separate process", "process group kill", "child subreaper")
 
     def __init__(self, labs: list[str]) -> None:
         self._workdir = tempfile.TemporaryDirectory(prefix="inplace-grader-")

@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from grader.engine import CheckOptions, check_submission
 from grader.models import Limits
 
@@ -108,3 +110,26 @@ def test_the_memory_limit_stops_a_huge_allocation(make_submission) -> None:
     assert {c.function for c in failed} == {"sgd_step"}
     assert any("can't allocate memory" in c.message or "MemoryError" in c.message
                for c in failed), [c.message for c in failed]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace needs root here")
+def test_the_network_is_unreachable_from_a_submission(make_submission, tmp_path: Path) -> None:
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    result = tmp_path / "connect.txt"
+    probe = ("    import socket\n    try:\n"
+             f"        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+             f"        open({str(result)!r}, 'w').write('connected')\n"
+             "    except OSError as exc:\n"
+             f"        open({str(result)!r}, 'w').write(type(exc).__name__)\n")
+    path = make_submission((ZERO_GRAD_BODY, probe + ZERO_GRAD_BODY))
+    try:
+        report = grade(path)
+    finally:
+        server.close()
+    assert result.read_text() != "connected"
+    assert "network namespace" in report.protections
