@@ -184,11 +184,14 @@ def main() -> None:
     protocol_out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints from imports must not corrupt the protocol
     become_subreaper()
-    import torch  # noqa: F401 - paid once, inherited by every child
+    import torch  # paid once, inherited by every child
 
     for lab in sys.argv[1:]:
         probes = importlib.import_module(f"grader.labs.{lab}.probes")
         probes.warm_up()  # pay one-time lazy imports once, not in every child
+    if torch.cuda.is_initialized():  # children could not use CUDA after this fork
+        print("zygote: CUDA was initialised during warm-up; CUDA tasks will fail",
+              file=sys.stderr)
     protocol_out.write('{"ready": true}\n')
     for line in sys.stdin:
         if not line.strip():
