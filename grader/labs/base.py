@@ -8,18 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from grader.checks.findings import Finding
 from grader.models import CheckKind, Rubric
-
-# Dtype names used in cases (they cross the process boundary as JSON).
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -21,7 +21,8 @@ from grader.labs.autograd.cases import (
     draw,
     loss_weights,
 )
-from grader.labs.base import DTYPES, CheckSpec, Evidence, Lab, signature_judge
+from grader.labs.base import CheckSpec, Evidence, Lab, signature_judge
+from grader.labs.dtypes import DTYPES
 
 FUNCTIONS = ("update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias")
 IN_PLACE_ALLOWED = ("plain", "nonleaf", "no_grad_leaf")

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from grader.labs.base import DTYPES
+from grader.labs.dtypes import DTYPES
 
 Case = dict[str, Any]
 
