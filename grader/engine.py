@@ -17,7 +17,7 @@ from typing import Any
 
 from grader import __version__, feedback
 from grader.checks.findings import Finding, fail
-from grader.labs import check_lab_name, get_lab, infer_lab_name
+from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name
 from grader.labs.base import CheckSpec, Evidence, Lab
 from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
 from grader.sandbox import Sandbox, TaskSpec
@@ -89,9 +89,7 @@ def check_submission(path: Path, *, lab: str | None = None,
     lab_name = check_lab_name(lab) if lab else infer_lab_name(path)
     if lab_name is None:
         raise UsageError(f"cannot tell the lab from {path.name!r}; pass --lab "
-                         f"(available: {', '.join(sorted(_lab_files()))})")
-    from grader.labs import LAB_FILES
-
+                         f"(available: {', '.join(sorted(LAB_FILES))})")
     submission = load_submission(path, filename=LAB_FILES[lab_name])
     return grade_submission(submission, lab=lab_name, options=options, sandbox=sandbox,
                             started=started)
@@ -141,12 +139,6 @@ def _report(lab: str, submission: str, checks: list[CheckResult], started: float
         torch_version=torch.__version__,
         elapsed_s=round(time.monotonic() - started, 3),
     )
-
-
-def _lab_files() -> dict[str, str]:
-    from grader.labs import LAB_FILES
-
-    return LAB_FILES
 
 
 def _enabled(check: CheckSpec, rubric: Rubric) -> bool:
@@ -205,7 +197,7 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
             policy_calls += observations.get("policy_calls", [])
             first_cases = first_cases or observations["cases"]
             evidence = Evidence(api=api, static_policy=static[function], policy_calls=[],
-                                cases=observations["cases"], device=task.device)
+                                cases=observations["cases"])
             for check in lab.checks_for(function):
                 if check.per_device and _enabled(check, rubric):
                     finding = _judge(check, evidence)

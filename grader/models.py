@@ -62,7 +62,6 @@ class Report(BaseModel):
     max_score: float
     checks: list[CheckResult]
     protections: list[str] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list, description="Submission-wide messages.")
     grader_version: str
     torch_version: str
     elapsed_s: float

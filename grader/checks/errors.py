@@ -7,15 +7,8 @@ from typing import Any
 
 from grader.checks.findings import Finding, fail
 
-# The autograd in-place errors (torch-facts §3): the message is the only way to tell them apart.
-AUTOGRAD_INPLACE_ERROR = re.compile(
-    r"leaf Variable that requires grad is being used in an in-place operation"
-    r"|modified by an inplace operation|is being modified inplace"
-    r"|Inplace update to inference tensor outside InferenceMode"
-)
-
-
-# Which autograd error it is, for feedback that says why and how to fix it (torch-facts §3).
+# Autograd's in-place errors are plain RuntimeErrors; the message is the only way to tell them
+# apart (torch-facts §3). Which one it is decides the feedback: why, and how to fix it.
 _AUTOGRAD_KINDS = (
     ("autograd_leaf_error",
      re.compile(r"leaf Variable that requires grad is being used in an in-place operation")),

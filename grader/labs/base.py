@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ class Evidence:
     static_policy: list[str]
     policy_calls: list[str]
     cases: dict[str, Any] = field(default_factory=dict)
-    device: str = "cpu"
 
 
 def signature_judge(function: str, *, kind: str, parameters: list[tuple[str, str | None]],
@@ -53,6 +53,13 @@ class CheckSpec:
         return self.id.split(".", 1)[0]
 
 
+@cache
+def _load_rubric(path: Path) -> Rubric:
+    """Read and validate once per process: batch grading asks for it per submission."""
+    with path.open("rb") as handle:
+        return Rubric.model_validate(tomllib.load(handle))
+
+
 @dataclass(frozen=True)
 class Lab:
     name: str
@@ -64,8 +71,7 @@ class Lab:
     rubric_path: Path
 
     def rubric(self) -> Rubric:
-        with self.rubric_path.open("rb") as handle:
-            return Rubric.model_validate(tomllib.load(handle))
+        return _load_rubric(self.rubric_path)
 
     def checks_for(self, function: str) -> list[CheckSpec]:
         return [c for c in self.checks if c.function == function]

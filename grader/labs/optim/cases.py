@@ -37,6 +37,8 @@ def build_params(case: Case, device: str) -> list[torch.Tensor]:
 
 def build_grad(param: torch.Tensor, kind: str, seed: int) -> torch.Tensor | None:
     """A gradient for `param` of the given kind (see GRAD_KINDS)."""
+    if kind not in GRAD_KINDS:
+        raise ValueError(f"unknown grad kind {kind!r}; one of {', '.join(GRAD_KINDS)}")
     generator = torch.Generator().manual_seed(seed)
     shape = list(param.shape)
     if kind == "none":

@@ -28,7 +28,6 @@ LAYOUTS: dict[str, list[int]] = {
     "large": [512, 1024],
     "large_transpose": [1024, 512],
 }
-VIEWS = ("transpose", "stride", "slice3d", "large_transpose")
 
 
 def view_of(base: torch.Tensor, layout: str) -> torch.Tensor:
