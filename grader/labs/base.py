@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from grader.checks.findings import Finding
 from grader.models import CheckKind, Rubric
@@ -18,14 +19,46 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 
+Case = dict[str, Any]
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
 class Evidence:
-    """Everything a judge may look at for one function (and one device for per-device checks)."""
+    """Everything a judge may look at for one function (and one device for per-device checks).
+
+    `plan` is the cases this judgement covers and `cases` their observations by case id. Judges
+    read the plan, never their lab's case table: the same judge then grades an instructor's
+    hidden case, given a plan holding only that case.
+    """
 
     api: dict[str, Any]
     static_policy: list[str]
     policy_calls: list[str]
     cases: dict[str, Any] = field(default_factory=dict)
+    plan: tuple[Case, ...] = ()
+
+    def planned(self, predicate: Callable[[Case], bool] = lambda case: True) -> list[Case]:
+        return [case for case in self.plan if predicate(case)]
+
+    def planned_ids(self, predicate: Callable[[Case], bool] = lambda case: True) -> list[str]:
+        return [case["id"] for case in self.plan if predicate(case)]
+
+
+def case_key(case: Case) -> str:
+    """A case's content as text: what references are cached by."""
+    return json.dumps(case, sort_keys=True)
+
+
+def cached_by_content(compute: Callable[[Case], T]) -> Callable[[Case], T]:
+    """Cache a reference per case content, so a hidden case that reuses an id gets its own."""
+    from_key = cache(lambda key: compute(json.loads(key)))
+
+    @wraps(compute)
+    def cached(case: Case) -> T:
+        return from_key(case_key(case))
+
+    return cached
 
 
 def signature_judge(function: str, *, kind: str, parameters: list[tuple[str, str | None]],
@@ -69,6 +102,10 @@ class Lab:
     cases: Callable[[str], list[dict[str, Any]]]
     forbidden_package: str
     rubric_path: Path
+    # Builds a case's inputs and reference, raising if it cannot be graded (hidden cases).
+    validate_case: Callable[[Case], None] = lambda case: None
+    # Case keys a hidden case may set beyond those the lab's own cases have, with an example.
+    extra_case_keys: dict[str, Any] = field(default_factory=dict)
 
     def rubric(self) -> Rubric:
         return _load_rubric(self.rubric_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -21,7 +22,7 @@ from grader.labs.autograd.cases import (
     draw,
     loss_weights,
 )
-from grader.labs.base import CheckSpec, Evidence, Lab, signature_judge
+from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
 from grader.labs.dtypes import DTYPES
 
 FUNCTIONS = ("update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias")
@@ -93,8 +94,15 @@ def lab_cases(function: str) -> list[Case]:
     return list(_lab_cases(function))
 
 
-def _cases(function: str, group: str | None = None) -> list[Case]:
-    return [c for c in _lab_cases(function) if group is None or c.get("group") == group]
+Selector = Callable[[Case], bool]
+
+
+def _every(case: Case) -> bool:
+    return True
+
+
+def _group(name: str) -> Selector:
+    return lambda case: case.get("group") == name
 
 
 # --- references ------------------------------------------------------------------------------
@@ -109,16 +117,14 @@ def _value64(case: Case) -> Any:
     return value.double() if isinstance(value, torch.Tensor) else value
 
 
-@cache
-def _expected_add(function: str, case_id: str) -> torch.Tensor:
-    case = next(c for c in _lab_cases(function) if c["id"] == case_id)
+@cached_by_content
+def _expected_add(case: Case) -> torch.Tensor:
     return (_start_values(case) + _value64(case)).to(DTYPES[case["dtype"]])
 
 
-@cache
-def _expected_leaf_grad(case_id: str) -> torch.Tensor | None:
+@cached_by_content
+def _expected_leaf_grad(case: Case) -> torch.Tensor | None:
     """The gradient the source leaf should receive from `(result * weights).sum()`."""
-    case = next(c for c in _lab_cases("add_or_copy") if c["id"] == case_id)
     if case["kind"] in ("plain", "no_grad_view"):
         return None  # no autograd path: a no_grad view's gradient reaches no leaf
     start = _start_values(case)
@@ -136,26 +142,24 @@ def _expected_leaf_grad(case_id: str) -> torch.Tensor | None:
     return grad.to(DTYPES[case["dtype"]])
 
 
-@cache
-def _expected_error(case_id: str) -> tuple[str, str]:
+@cached_by_content
+def _expected_error(case: Case) -> tuple[str, str]:
     """The error torch itself raises for `t.add_(value)` on this case: (type, first line)."""
-    case = next(c for c in _lab_cases("add_or_copy") if c["id"] == case_id)
     t, _ = build_start(case, "cpu")
     try:
         t.add_(build_value(case, "cpu"))
     except Exception as exc:  # the reference error, raised by torch on our own tensors
         return type(exc).__name__, str(exc).splitlines()[0][:500]
-    raise RuntimeError(f"case {case_id} was expected to raise")
+    raise RuntimeError(f"case {case['id']} was expected to raise")
 
 
 def _reference_block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return ((x @ w).relu().sigmoid() * 2).exp().add(1).sum()
 
 
-@cache
-def _expected_block(case_id: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+@cached_by_content
+def _expected_block(case: Case) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(value, x.grad, w.grad) of the out-of-place block, in float64, cast to the case dtype."""
-    case = next(c for c in _lab_cases("fixed_block") if c["id"] == case_id)
     x = draw(case["x_shape"], case["seed"], case["dtype"], "cpu").double().requires_grad_()
     w = draw(case["w_shape"], case["seed"] + 1, case["dtype"], "cpu").double().requires_grad_()
     value = _reference_block(x, w)
@@ -181,12 +185,13 @@ def _each(evidence: Evidence, function: str, cases: list[Case], *, allow_error: 
         yield case, observed, PASS
 
 
-def _judge_cases(function: str, cases: Callable[[], list[Case]],
+def _judge_cases(function: str, cases: Selector,
                  rule: Callable[[Case, dict[str, Any]], Finding | None],
                  *, allow_error: bool = False) -> Callable[[Evidence], Finding]:
-    """A judge that applies `rule` to each case's observation; the first failure wins."""
+    """A judge that applies `rule` to each selected case's observation; the first failure
+    wins."""
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _each(evidence, function, cases(),
+        for case, observed, problem in _each(evidence, function, evidence.planned(cases),
                                              allow_error=allow_error):
             if not problem.passed:
                 return problem
@@ -221,10 +226,6 @@ def _values(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str, case: 
 
 
 # --- update_leaf_ ------------------------------------------------------------------------------
-
-def _leaf_cases() -> list[Case]:
-    return _cases("update_leaf_")
-
 
 def _update_identity(case: Case, obs: dict[str, Any]) -> Finding | None:
     if not obs["returned_is_leaf"]:
@@ -264,7 +265,7 @@ def _update_grad(case: Case, obs: dict[str, Any]) -> Finding | None:
 
 
 def _update_values(case: Case, obs: dict[str, Any]) -> Finding | None:
-    return _values(obs["values"], _expected_add("update_leaf_", case["id"]), tensor="leaf",
+    return _values(obs["values"], _expected_add(case), tensor="leaf",
                    case=case)
 
 
@@ -312,7 +313,7 @@ def _add_values(case: Case, obs: dict[str, Any]) -> Finding | None:
         return bad
     if not obs["result_is_tensor"]:
         return fail("add_or_copy_return", got="not a tensor")
-    return _values(obs["result_values"], _expected_add("add_or_copy", case["id"]),
+    return _values(obs["result_values"], _expected_add(case),
                    tensor="result", case=case)
 
 
@@ -333,7 +334,7 @@ def _add_graph(case: Case, obs: dict[str, Any]) -> Finding | None:
     bad = _returned_pair(case, obs)
     if bad is not None:
         return bad
-    expected = _expected_leaf_grad(case["id"])
+    expected = _expected_leaf_grad(case)
     if expected is None:
         return None
     if obs.get("backward_error"):
@@ -345,7 +346,7 @@ def _add_graph(case: Case, obs: dict[str, Any]) -> Finding | None:
 
 
 def _add_error(case: Case, obs: dict[str, Any]) -> Finding | None:
-    error_type, message = _expected_error(case["id"])
+    error_type, message = _expected_error(case)
     raised = obs.get("error")
     if raised is None:
         return fail("error_swallowed", function="add_or_copy", error_type=error_type,
@@ -360,14 +361,14 @@ def _add_error(case: Case, obs: dict[str, Any]) -> Finding | None:
 
 # --- fixed_block -------------------------------------------------------------------------------
 
-def _block_cases(measure: str) -> Callable[[], list[Case]]:
-    return lambda: [c for c in _lab_cases("fixed_block") if c["measure"] == measure]
+def _block_cases(measure: str) -> Selector:
+    return lambda case: case["measure"] == measure
 
 
 def _block_values(case: Case, obs: dict[str, Any]) -> Finding | None:
     if "value" not in obs:
         return fail("block_not_tensor", got=obs.get("value_type", "?"))
-    value, x_grad, w_grad = _expected_block(case["id"])
+    value, x_grad, w_grad = _expected_block(case)
     findings = [_values(obs["value"], value, tensor="fixed_block(x, w)", case=case)]
     if not obs.get("backward_error"):
         for name, got, want in (("x.grad", obs["x_grad"], x_grad), ("w.grad", obs["w_grad"],
@@ -412,14 +413,6 @@ def _block_allocation(case: Case, obs: dict[str, Any]) -> Finding | None:
 
 
 # --- snapshot and alias --------------------------------------------------------------------------
-
-def _snap_cases() -> list[Case]:
-    return _cases("snapshot")
-
-
-def _alias_cases() -> list[Case]:
-    return _cases("alias")
-
 
 def _result_tensor(function: str) -> Callable[[Case, dict[str, Any]], Finding | None]:
     def rule(case: Case, obs: dict[str, Any]) -> Finding | None:
@@ -489,6 +482,47 @@ def _alias_version(case: Case, obs: dict[str, Any]) -> Finding | None:
     return None
 
 
+# --- hidden cases ------------------------------------------------------------------------------
+
+def _torch_allows_add(case: Case) -> bool:
+    """Whether `t.add_(value)` succeeds on this case's tensor, in the case's grad mode."""
+    t, _ = build_start(case, "cpu")
+    paused = torch.no_grad() if case["kind"] == "no_grad_leaf" else contextlib.nullcontext()
+    try:
+        with paused:
+            t.add_(build_value(case, "cpu"))
+    except RuntimeError:
+        return False
+    return True
+
+
+def validate_case(case: Case) -> None:
+    """Build what judging `case` needs; raise if the case cannot be graded (hidden cases)."""
+    if case.get("dtype") not in DTYPES:
+        raise ValueError(f"dtype {case.get('dtype')!r} is not one of {', '.join(DTYPES)}")
+    if "x_shape" in case:  # fixed_block
+        if case["measure"] == "allocation":
+            draw(case["x_shape"], case["seed"], case["dtype"], "cpu")
+        else:
+            _expected_block(case)
+        return
+    build_start(case, "cpu")
+    group = case.get("group")
+    if group == "error":
+        _expected_error(case)
+        return
+    if case.get("value") == "string":
+        raise ValueError("value 'string' belongs to the error cases")
+    if group is not None or "value" in case:  # update_leaf_ and add_or_copy
+        if _start_values(case).shape != _expected_add(case).shape:
+            raise ValueError("t + value does not have t's shape")
+        _expected_leaf_grad(case)
+    if group == "allowed" and not _torch_allows_add(case):
+        raise ValueError(f"torch refuses t.add_(value) for kind {case['kind']!r}")
+    if group == "forbidden" and _torch_allows_add(case):
+        raise ValueError(f"torch allows t.add_(value) for kind {case['kind']!r}")
+
+
 # --- checks ----------------------------------------------------------------------------------
 
 SIGNATURES: dict[str, list[tuple[str, str | None]]] = {
@@ -501,25 +535,23 @@ SIGNATURES: dict[str, list[tuple[str, str | None]]] = {
 
 
 def _checks() -> tuple[CheckSpec, ...]:
-    def spec(check_id: str, kind: Any, cases: Callable[[], list[Case]],
+    def spec(check_id: str, kind: Any, cases: Selector,
              rule: Callable[[Case, dict[str, Any]], Finding | None], **options: Any) -> CheckSpec:
         function = check_id.split(".")[0]
         return CheckSpec(check_id, kind, _judge_cases(function, cases, rule, **options))
 
-    allowed = lambda: _cases("add_or_copy", "allowed")  # noqa: E731
-    forbidden = lambda: _cases("add_or_copy", "forbidden")  # noqa: E731
-    errors = lambda: _cases("add_or_copy", "error")  # noqa: E731
-    both = lambda: allowed() + forbidden()  # noqa: E731
+    allowed, forbidden, errors = _group("allowed"), _group("forbidden"), _group("error")
+    both: Selector = lambda case: allowed(case) or forbidden(case)  # noqa: E731
     checks = [CheckSpec(f"{f}.signature", "api",
                         signature_judge(f, kind="function", parameters=SIGNATURES[f]),
                         per_device=False) for f in FUNCTIONS]
     checks += [
-        spec("update_leaf_.returns_leaf", "identity", _leaf_cases, _update_identity),
-        spec("update_leaf_.same_memory", "storage", _leaf_cases, _update_storage),
-        spec("update_leaf_.version_advances", "version", _leaf_cases, _update_version),
-        spec("update_leaf_.no_history", "autograd", _leaf_cases, _update_history),
-        spec("update_leaf_.keeps_grad", "side_effect", _leaf_cases, _update_grad),
-        spec("update_leaf_.values", "numerics", _leaf_cases, _update_values),
+        spec("update_leaf_.returns_leaf", "identity", _every, _update_identity),
+        spec("update_leaf_.same_memory", "storage", _every, _update_storage),
+        spec("update_leaf_.version_advances", "version", _every, _update_version),
+        spec("update_leaf_.no_history", "autograd", _every, _update_history),
+        spec("update_leaf_.keeps_grad", "side_effect", _every, _update_grad),
+        spec("update_leaf_.values", "numerics", _every, _update_values),
         spec("add_or_copy.returns_pair", "api", both, _returns_tuple),
         spec("add_or_copy.in_place_when_allowed", "identity", allowed, _add_in_place),
         spec("add_or_copy.version_advances", "version", allowed, _add_version),
@@ -537,15 +569,15 @@ def _checks() -> tuple[CheckSpec, ...]:
              _block_inputs),
         spec("fixed_block.keeps_safe_in_place", "allocation", _block_cases("allocation"),
              _block_allocation),
-        spec("snapshot.values", "numerics", _snap_cases, _copy_values("snapshot")),
-        spec("snapshot.own_memory", "storage", _snap_cases, _snap_storage),
-        spec("snapshot.no_autograd_link", "autograd", _snap_cases, _no_link("snapshot")),
-        spec("snapshot.t_untouched", "side_effect", _snap_cases, _t_untouched("snapshot")),
-        spec("alias.values", "numerics", _alias_cases, _copy_values("alias")),
-        spec("alias.same_memory", "storage", _alias_cases, _alias_storage),
-        spec("alias.shares_version", "version", _alias_cases, _alias_version),
-        spec("alias.no_history", "autograd", _alias_cases, _no_link("alias")),
-        spec("alias.t_untouched", "side_effect", _alias_cases, _t_untouched("alias")),
+        spec("snapshot.values", "numerics", _every, _copy_values("snapshot")),
+        spec("snapshot.own_memory", "storage", _every, _snap_storage),
+        spec("snapshot.no_autograd_link", "autograd", _every, _no_link("snapshot")),
+        spec("snapshot.t_untouched", "side_effect", _every, _t_untouched("snapshot")),
+        spec("alias.values", "numerics", _every, _copy_values("alias")),
+        spec("alias.same_memory", "storage", _every, _alias_storage),
+        spec("alias.shares_version", "version", _every, _alias_version),
+        spec("alias.no_history", "autograd", _every, _no_link("alias")),
+        spec("alias.t_untouched", "side_effect", _every, _t_untouched("alias")),
     ]
     return tuple(checks)
 
@@ -558,4 +590,5 @@ LAB = Lab(
     cases=lab_cases,
     forbidden_package="",
     rubric_path=Path(__file__).with_name("rubric.toml"),
+    validate_case=validate_case,
 )

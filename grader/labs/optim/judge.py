@@ -17,7 +17,7 @@ from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, p
 from grader.checks.numerics import mismatch
 from grader.checks.policy import judge_policy
 from grader.checks.tensors import same_values
-from grader.labs.base import CheckSpec, Evidence, Lab, signature_judge
+from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
 from grader.labs.optim import reference
 from grader.labs.optim.cases import DTYPES, Case, attach_grads, build_params
 
@@ -135,10 +135,6 @@ def lab_cases(function: str) -> list[Case]:
     return list(_lab_cases(function))
 
 
-def _case(function: str, case_id: str) -> Case:
-    return next(c for c in _lab_cases(function) if c["id"] == case_id)
-
-
 # --- shared judging helpers ------------------------------------------------------------------
 
 def _errors(evidence: Evidence, function: str, case_ids: list[str]) -> Finding:
@@ -167,30 +163,27 @@ def _config_text(config: dict[str, Any]) -> str:
     return ", ".join(f"{key}={value}" for key, value in config.items())
 
 
-def _ids(function: str, probe: str | None = None, prefix: str = "") -> list[str]:
-    return [c["id"] for c in lab_cases(function)
-            if (probe is None or c["probe"] == probe) and c["id"].startswith(prefix)]
-
-
 # --- zero_grad -----------------------------------------------------------------------------
+
+def _in_place_wanted(case: Case, in_place: bool | None) -> bool:
+    """Whether a zero_grad case belongs to the group asked for (None: every case)."""
+    return in_place is None or (case["set_to_none"] is not True) == in_place
+
 
 def _zero_grad_params(evidence: Evidence, *, in_place: bool | None = None):
     """(case, index, grad kind, observation) for every param of the relevant cases."""
-    for case in lab_cases("zero_grad"):
-        if in_place is not None and (case["set_to_none"] is not True) != in_place:
-            continue
+    for case in evidence.planned(lambda c: _in_place_wanted(c, in_place)):
         observed = evidence.cases.get(case["id"]) or {}
         for index, observation in enumerate(observed.get("params", [])):
             yield case, index, case["grads"][index], observation
 
 
-def _zg_cases(in_place: bool | None) -> list[str]:
-    return [c["id"] for c in lab_cases("zero_grad")
-            if in_place is None or (c["set_to_none"] is not True) == in_place]
+def _zg_cases(evidence: Evidence, in_place: bool | None) -> list[str]:
+    return evidence.planned_ids(lambda c: _in_place_wanted(c, in_place))
 
 
 def judge_zero_grad_identity(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(True))]
+    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, True))]
     for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
         if kind != "none" and not obs["same_object"]:
             findings.append(fail("grad_replaced", function="zero_grad",
@@ -200,7 +193,7 @@ def judge_zero_grad_identity(evidence: Evidence) -> Finding:
 
 
 def judge_zero_grad_storage(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(True))]
+    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, True))]
     for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
         if kind == "none":
             continue
@@ -217,7 +210,7 @@ def judge_zero_grad_storage(evidence: Evidence) -> Finding:
 
 
 def judge_zero_grad_numerics(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(True))]
+    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, True))]
     for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
         if kind == "none" or obs["grad_values"] is None:
             continue
@@ -229,7 +222,8 @@ def judge_zero_grad_numerics(evidence: Evidence) -> Finding:
 
 
 def judge_zero_grad_history(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", ["grad_fn"])]
+    findings = [_errors(evidence, "zero_grad",
+                        evidence.planned_ids(lambda c: "grad_fn" in c["grads"]))]
     for _case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
         after = obs["state_after"]
         if kind == "grad_fn" and after is not None and (after["grad_fn"] or after["requires_grad"]):
@@ -239,7 +233,7 @@ def judge_zero_grad_history(evidence: Evidence) -> Finding:
 
 
 def judge_zero_grad_missing(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(None))]
+    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, None))]
     for case, index, kind, obs in _zero_grad_params(evidence):
         if kind == "none" and not obs["grad_is_none"]:
             findings.append(fail("grad_created", tensor=f"params[{index}].grad", case=case["id"]))
@@ -247,7 +241,7 @@ def judge_zero_grad_missing(evidence: Evidence) -> Finding:
 
 
 def judge_zero_grad_to_none(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(False))]
+    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, False))]
     for case, index, _kind, obs in _zero_grad_params(evidence, in_place=False):
         if not obs["grad_is_none"]:
             findings.append(fail("grad_not_none", tensor=f"params[{index}].grad",
@@ -256,7 +250,7 @@ def judge_zero_grad_to_none(evidence: Evidence) -> Finding:
 
 
 def judge_zero_grad_params(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(None))]
+    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, None))]
     for case, index, _kind, obs in _zero_grad_params(evidence):
         if not obs["param_unchanged"]:
             findings.append(fail("param_changed", function="zero_grad",
@@ -266,35 +260,29 @@ def judge_zero_grad_params(evidence: Evidence) -> Finding:
 
 # --- sgd_step ------------------------------------------------------------------------------
 
-@cache
-def _sgd_step_reference(case_id: str) -> tuple[torch.Tensor, ...]:
-    return tuple(_sgd_step_expected(_case("sgd_step", case_id)))
-
-
-def _sgd_step_expected(case: Case) -> list[torch.Tensor]:
+@cached_by_content
+def _sgd_step_expected(case: Case) -> tuple[torch.Tensor, ...]:
     params = build_params(case, "cpu")
     attach_grads(params, case["grads"], case["seed"])
-    return [e.to(DTYPES[case["dtype"]]) for e in reference.sgd_step_result(params, case["lr"])]
+    return tuple(e.to(DTYPES[case["dtype"]])
+                 for e in reference.sgd_step_result(params, case["lr"]))
+
+
+def _is_state(case: Case) -> bool:
+    return case["measure"] == "state"
 
 
 def _sgd_step_params(evidence: Evidence):
-    for case in lab_cases("sgd_step"):
-        if case["measure"] != "state":
-            continue
+    for case in evidence.planned(_is_state):
         observed = evidence.cases.get(case["id"]) or {}
         for index, obs in enumerate(observed.get("params", [])):
             yield case, index, obs
 
 
-STATE_CASES = ["float32", "float64_generator"]
-
-
 def judge_sgd_step_values(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
-    expected = {c["id"]: _sgd_step_reference(c["id"]) for c in lab_cases("sgd_step")
-                if c["measure"] == "state"}
+    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
     for case, index, obs in _sgd_step_params(evidence):
-        findings.append(_values_finding(obs["values"], expected[case["id"]][index],
+        findings.append(_values_finding(obs["values"], _sgd_step_expected(case)[index],
                                         tensor=f"params[{index}]",
                                         where=phrase("dtype_lr", dtype=case["dtype"],
                                                      lr=case["lr"])))
@@ -307,7 +295,7 @@ def judge_sgd_step_storage(evidence: Evidence) -> Finding:
     The alias catches a swap that reuses the address (`p.data = empty; p.data = new`); whether
     the values are right is the numerics check's business.
     """
-    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
+    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
     for _case, index, obs in _sgd_step_params(evidence):
         if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
             findings.append(fail("storage_replaced", function="sgd_step",
@@ -319,7 +307,7 @@ def judge_sgd_step_storage(evidence: Evidence) -> Finding:
 
 
 def judge_sgd_step_version(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
+    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
     for case, index, obs in _sgd_step_params(evidence):
         if case["grads"][index] == "none":
             continue
@@ -340,21 +328,22 @@ def _history_findings(function: str, observed_params: list[tuple[int, dict[str, 
 
 
 def judge_sgd_step_autograd(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
+    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
     findings += _history_findings("sgd_step", [(i, o) for _, i, o in _sgd_step_params(evidence)])
     return first_failure(findings)
 
 
 def judge_sgd_step_allocation(evidence: Evidence) -> Finding:
-    error = _errors(evidence, "sgd_step", ["allocation"])
+    cases = evidence.planned_ids(lambda c: c["measure"] == "allocation")
+    error = _errors(evidence, "sgd_step", cases)
     if not error.passed:
         return error
-    return judge_allocations(evidence.cases["allocation"], function="sgd_step",
-                             tensor="params[0]")
+    return first_failure([judge_allocations(evidence.cases[case_id], function="sgd_step",
+                                            tensor="params[0]") for case_id in cases])
 
 
 def judge_sgd_step_grad(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "sgd_step", STATE_CASES)]
+    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
     for _case, index, obs in _sgd_step_params(evidence):
         if not obs["grad_untouched"]:
             findings.append(fail("grad_modified", function="sgd_step",
@@ -364,18 +353,17 @@ def judge_sgd_step_grad(evidence: Evidence) -> Finding:
 
 # --- SGD and Adam --------------------------------------------------------------------------
 
-@cache
-def _trajectory(cls: str, case_id: str) -> tuple[tuple[torch.Tensor, ...], ...]:
+@cached_by_content
+def _trajectory(case: Case) -> tuple[tuple[torch.Tensor, ...], ...]:
     """Reference parameters after each step, cast to the case's dtype; built once per process."""
-    case = _case(cls, case_id)
-    build = reference.sgd_trajectory if cls == "SGD" else reference.adam_trajectory
+    build = reference.sgd_trajectory if case["class"] == "SGD" else reference.adam_trajectory
     dtype = DTYPES[case["dtype"]]
     return tuple(tuple(p.to(dtype) for p in step) for step in build(case))
 
 
-@cache
-def _trajectory_flat(cls: str, case_id: str) -> torch.Tensor:
-    return torch.cat([p.reshape(-1) for step in _trajectory(cls, case_id) for p in step])
+@cached_by_content
+def _trajectory_flat(case: Case) -> torch.Tensor:
+    return torch.cat([p.reshape(-1) for step in _trajectory(case) for p in step])
 
 
 def _trajectory_observed(evidence: Evidence, case_id: str, cls: str) -> tuple[Finding, list]:
@@ -396,14 +384,17 @@ def judge_trajectory(cls: str, name: str):
     case_id = f"trajectory.{name}"
 
     def judge(evidence: Evidence) -> Finding:
-        case = _case(cls, case_id)
+        planned = evidence.planned(lambda c: c["id"] == case_id)
+        if not planned:
+            return PASS  # not in this plan (a hidden case of another config): nothing to judge
+        case = planned[0]
         problem, steps = _trajectory_observed(evidence, case_id, cls)
         if not problem.passed:
             return problem
-        expected = _trajectory(cls, case_id)
+        expected = _trajectory(case)
         observed = [obs["values"].reshape(-1) for record in steps for obs in record["params"]]
         if len(steps) == len(expected) and mismatch(
-                torch.cat(observed), _trajectory_flat(cls, case_id)) is None:
+                torch.cat(observed), _trajectory_flat(case)) is None:
             return PASS  # every step at once; the loop below only locates a failure
         for step, record in enumerate(steps):
             for index, obs in enumerate(record["params"]):
@@ -420,30 +411,31 @@ def judge_trajectory(cls: str, name: str):
     return judge
 
 
-def _trajectory_ids(cls: str) -> list[str]:
-    return _ids(cls, "trajectory")
+def _is_trajectory(case: Case) -> bool:
+    return case["probe"] == "trajectory"
 
 
-def _all_step_params(evidence: Evidence, cls: str):
-    for case_id in _trajectory_ids(cls):
-        observed = evidence.cases.get(case_id) or {}
+def _all_step_params(evidence: Evidence):
+    for case in evidence.planned(_is_trajectory):
+        observed = evidence.cases.get(case["id"]) or {}
         for step, record in enumerate(observed.get("steps", [])):
             for index, obs in enumerate(record["params"]):
-                yield case_id, step, index, obs
+                yield case, step, index, obs
 
 
 def _trajectory_errors(evidence: Evidence, cls: str) -> Finding:
-    return first_failure([_trajectory_observed(evidence, c, cls)[0] for c in _trajectory_ids(cls)])
+    return first_failure([_trajectory_observed(evidence, c, cls)[0]
+                          for c in evidence.planned_ids(_is_trajectory)])
 
 
 def judge_params_in_place(cls: str):
     def judge(evidence: Evidence) -> Finding:
         findings = [_trajectory_errors(evidence, cls)]
-        for case_id, step, index, obs in _all_step_params(evidence, cls):
+        for case, step, index, obs in _all_step_params(evidence):
             if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
                 findings.append(fail("storage_replaced", function=f"{cls}.step",
                                      tensor=f"params[{index}]",
-                                     where=phrase("step_case", step=step + 1, case=case_id)))
+                                     where=phrase("step_case", step=step + 1, case=case["id"])))
         return first_failure(findings)
 
     return judge
@@ -452,7 +444,7 @@ def judge_params_in_place(cls: str):
 def judge_version(cls: str):
     def judge(evidence: Evidence) -> Finding:
         findings = [_trajectory_errors(evidence, cls)]
-        for _case_id, step, index, obs in _all_step_params(evidence, cls):
+        for _case, step, index, obs in _all_step_params(evidence):
             if obs["had_grad"] and obs["state_after"]["version"] <= obs["state_before"]["version"]:
                 findings.append(fail("version_unchanged", function=f"{cls}.step",
                                      tensor=f"params[{index}]",
@@ -467,7 +459,7 @@ def judge_history(cls: str):
     def judge(evidence: Evidence) -> Finding:
         findings = [_trajectory_errors(evidence, cls)]
         findings += _history_findings(f"{cls}.step", [(i, o) for *_, i, o in
-                                                      _all_step_params(evidence, cls)])
+                                                      _all_step_params(evidence)])
         return first_failure(findings)
 
     return judge
@@ -476,9 +468,9 @@ def judge_history(cls: str):
 def judge_grad_untouched(cls: str):
     def judge(evidence: Evidence) -> Finding:
         findings = [_trajectory_errors(evidence, cls)]
-        for case_id, step, index, obs in _all_step_params(evidence, cls):
+        for case, step, index, obs in _all_step_params(evidence):
             if not obs["grad_untouched"]:
-                config = _case(cls, case_id)["config"]
+                config = case["config"]
                 findings.append(fail("grad_modified", function=f"{cls}.step",
                                      tensor=f"params[{index}].grad",
                                      where=phrase("step_config", step=step + 1,
@@ -491,8 +483,7 @@ def judge_grad_untouched(cls: str):
 def judge_state(cls: str, keys: tuple[str, ...]):
     def judge(evidence: Evidence) -> Finding:
         findings = [_trajectory_errors(evidence, cls)]
-        for case_id, step, index, obs in _all_step_params(evidence, cls):
-            case = _case(cls, case_id)
+        for case, step, index, obs in _all_step_params(evidence):
             if cls == "SGD" and not case["config"].get("momentum"):
                 continue
             if not obs["had_grad"] and step == 0:
@@ -526,9 +517,7 @@ def judge_state(cls: str, keys: tuple[str, ...]):
 
 def judge_validation(cls: str):
     def judge(evidence: Evidence) -> Finding:
-        for case in lab_cases(cls):
-            if case["probe"] != "validation":
-                continue
+        for case in evidence.planned(lambda c: c["probe"] == "validation"):
             observed = evidence.cases.get(case["id"])
             if observed is None:
                 return fail("no_observation", function=cls, case=case["id"])
@@ -551,15 +540,16 @@ def judge_validation(cls: str):
 
 def judge_optimizer_zero_grad(cls: str):
     def judge(evidence: Evidence) -> Finding:
-        observed = evidence.cases.get("zero_grad")
-        if observed is None:
-            return fail("no_observation", function=cls, case="zero_grad")
-        if observed.get("error"):
-            return error_finding(observed["error"], function=cls, case_id="zero_grad")
-        if not observed["default_all_none"]:
-            return fail("optimizer_zero_grad_default", cls=cls)
-        if not observed["kept_and_zeroed"]:
-            return fail("optimizer_zero_grad_in_place", cls=cls)
+        for case_id in evidence.planned_ids(lambda c: c["probe"] == "optimizer_zero_grad"):
+            observed = evidence.cases.get(case_id)
+            if observed is None:
+                return fail("no_observation", function=cls, case=case_id)
+            if observed.get("error"):
+                return error_finding(observed["error"], function=cls, case_id=case_id)
+            if not observed["default_all_none"]:
+                return fail("optimizer_zero_grad_default", cls=cls)
+            if not observed["kept_and_zeroed"]:
+                return fail("optimizer_zero_grad_in_place", cls=cls)
         return PASS
 
     return judge
@@ -576,6 +566,56 @@ SIGNATURES: dict[str, tuple[str, list[tuple[str, str | None]], tuple[str, ...]]]
     "Adam": ("class", [("params", None), ("lr", "0.001"), ("betas", "(0.9, 0.999)"),
                        ("eps", "1e-08"), ("weight_decay", "0.0")], ("step", "zero_grad")),
 }
+
+
+def config_problem(cls: str, config: dict[str, Any]) -> str | None:
+    """Why torch.optim would reject `cls(**config)`, or None: what the validation cases test."""
+    lr = config.get("lr", 1e-3)
+    if lr < 0:
+        return "lr < 0"
+    if config.get("weight_decay", 0.0) < 0:
+        return "weight_decay < 0"
+    if cls == "SGD":
+        momentum, dampening = config.get("momentum", 0.0), config.get("dampening", 0.0)
+        if momentum < 0:
+            return "momentum < 0"
+        if config.get("nesterov") and (momentum <= 0 or dampening != 0):
+            return "nesterov needs momentum > 0 and dampening 0"
+        return None
+    betas = config.get("betas", [0.9, 0.999])
+    if config.get("eps", 1e-8) < 0:
+        return "eps < 0"
+    if len(betas) != 2 or not all(0.0 <= beta < 1.0 for beta in betas):
+        return "betas must be two numbers in [0, 1)"
+    return None
+
+
+def validate_case(case: Case) -> None:
+    """Build what judging `case` needs; raise if the case cannot be graded (hidden cases)."""
+    if "config" in case:
+        cls = case["class"]
+        allowed = {name for name, _ in SIGNATURES[cls][1]} - {"params"}
+        unknown = sorted(set(case["config"]) - allowed)
+        if unknown:
+            raise ValueError(f"{cls} takes no argument {unknown[0]!r}")
+        problem = config_problem(cls, case["config"])
+        if case["probe"] == "validation" and (problem is not None) != case["invalid"]:
+            raise ValueError(f"invalid = {case['invalid']}, but the config is "
+                             f"{'invalid: ' + problem if problem else 'valid'}")
+        if case["probe"] != "validation" and problem is not None:
+            raise ValueError(f"config is invalid ({problem}): a correct {cls} raises")
+    params = build_params(case, "cpu")
+    if "grads" in case:
+        if len(case["grads"]) != len(params):
+            raise ValueError("grads: give one kind per shape")
+        attach_grads(params, case["grads"], case["seed"])
+    if case["probe"] == "sgd_step" and _is_state(case):
+        _sgd_step_expected(case)
+    if case["probe"] == "trajectory":
+        for index, step in case.get("none_grads", []) + case.get("zero_grads", []):
+            if not (0 <= index < len(params) and 0 <= step < case["steps"]):
+                raise ValueError(f"no parameter {index} at step {step}")
+        _trajectory(case)
 
 
 def judge_no_optim(evidence: Evidence) -> Finding:
@@ -637,4 +677,5 @@ LAB = Lab(
     cases=lab_cases,
     forbidden_package="torch.optim",
     rubric_path=Path(__file__).with_name("rubric.toml"),
+    validate_case=validate_case,
 )

@@ -41,6 +41,9 @@ def view_of(base: torch.Tensor, layout: str) -> torch.Tensor:
     return base
 
 
+FILLS = ("normal", "extremes", "large", "zero_rows", "constant_rows")
+
+
 def _fill(shape: list[int], fill: str, generator: torch.Generator, dtype: str) -> torch.Tensor:
     values = torch.randn(shape, generator=generator, dtype=torch.float64)
     if fill == "extremes" and values.numel() >= 3:
@@ -60,7 +63,8 @@ def _fill(shape: list[int], fill: str, generator: torch.Generator, dtype: str) -
 
 def build_base(case: Case, device: str) -> torch.Tensor:
     generator = torch.Generator().manual_seed(case["seed"])
-    values = _fill(LAYOUTS[case["layout"]], case.get("fill", "normal"), generator, case["dtype"])
+    shape = case.get("base_shape") or LAYOUTS[case["layout"]]  # base_shape: hidden cases
+    values = _fill(shape, case.get("fill", "normal"), generator, case["dtype"])
     return values.to(DTYPES[case["dtype"]]).to(device)
 
 

@@ -14,9 +14,9 @@ from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
-from grader.labs.base import CheckSpec, Evidence, Lab, signature_judge
+from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
 from grader.labs.tensor_ops import reference
-from grader.labs.tensor_ops.cases import HALF, LAYOUTS, Case, view_of
+from grader.labs.tensor_ops.cases import FILLS, HALF, LAYOUTS, Case, build_other, view_of
 
 FUNCTIONS = ("relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_")
 REDUCTIONS = ("normalize_", "standardize_", "softmax_")
@@ -115,19 +115,14 @@ def lab_cases(function: str) -> list[Case]:
     return list(_lab_cases(function))
 
 
-def _cases(function: str, *groups: str) -> list[Case]:
-    return [c for c in _lab_cases(function) if c["group"] in groups]
+def _cases(evidence: Evidence, *groups: str) -> list[Case]:
+    return evidence.planned(lambda c: c["group"] in groups)
 
 
-@cache
-def _expected(function: str, case_id: str) -> tuple[torch.Tensor, torch.Tensor]:
-    case = next(c for c in _lab_cases(function) if c["id"] == case_id)
-    return reference.expected(case)
-
-
+@cached_by_content
 def expected(case: Case) -> tuple[torch.Tensor, torch.Tensor]:
     """(argument, base) expected after the call; cached, as cases are fixed and seeded."""
-    return _expected(case["function"], case["id"])
+    return reference.expected(case)
 
 
 # --- judging helpers -----------------------------------------------------------------------
@@ -154,13 +149,13 @@ def _observed(evidence: Evidence, function: str, cases: list[Case]
             yield case, observed, PASS
 
 
-def _state_cases(function: str) -> list[Case]:
-    return _cases(function, "values", "half", "views")
+def _state_cases(evidence: Evidence) -> list[Case]:
+    return _cases(evidence, "values", "half", "views")
 
 
 def judge_identity(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _observed(evidence, function, _state_cases(function)):
+        for case, observed, problem in _observed(evidence, function, _state_cases(evidence)):
             if not problem.passed:
                 return problem
             assert observed is not None
@@ -174,7 +169,7 @@ def judge_identity(function: str) -> Callable[[Evidence], Finding]:
 
 def judge_storage(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _observed(evidence, function, _state_cases(function)):
+        for case, observed, problem in _observed(evidence, function, _state_cases(evidence)):
             if not problem.passed:
                 return problem
             assert observed is not None
@@ -192,7 +187,7 @@ def judge_storage(function: str) -> Callable[[Evidence], Finding]:
 
 def judge_version(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _observed(evidence, function, _state_cases(function)):
+        for case, observed, problem in _observed(evidence, function, _state_cases(evidence)):
             if not problem.passed:
                 return problem
             assert observed is not None
@@ -210,7 +205,7 @@ def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
 
     def judge(evidence: Evidence) -> Finding:
         findings = []
-        for case, observed, problem in _observed(evidence, function, _cases(function, group)):
+        for case, observed, problem in _observed(evidence, function, _cases(evidence, group)):
             if not problem.passed:
                 return problem
             assert observed is not None
@@ -243,7 +238,7 @@ def _original_base(case: Case) -> torch.Tensor:
 def judge_allocation(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
         for case, observed, problem in _observed(evidence, function,
-                                                 _cases(function, "allocation")):
+                                                 _cases(evidence, "allocation")):
             if not problem.passed:
                 return problem
             assert observed is not None
@@ -258,7 +253,7 @@ def judge_allocation(function: str) -> Callable[[Evidence], Finding]:
 
 def judge_other_untouched(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _observed(evidence, function, _state_cases(function)):
+        for case, observed, problem in _observed(evidence, function, _state_cases(evidence)):
             if not problem.passed:
                 return problem
             assert observed is not None
@@ -271,16 +266,17 @@ def judge_other_untouched(function: str) -> Callable[[Evidence], Finding]:
 
 
 def judge_rejects(evidence: Evidence) -> Finding:
-    observed = evidence.cases.get("rejects")
-    if observed is None:
-        return fail("no_observation", function="clamp_", case="rejects")
-    raised = observed["raised"]
-    if raised is not None and raised["type"] == "NotImplementedError":
-        return fail("not_implemented", function="clamp_")
-    if raised is None or "Exception" not in raised["bases"]:
-        return fail("clamp_accepts_no_bounds", function="clamp_")
-    if not observed["untouched"]:
-        return fail("input_modified", function="clamp_", tensor="x", where="")
+    for case in _cases(evidence, "rejects"):
+        observed = evidence.cases.get(case["id"])
+        if observed is None:
+            return fail("no_observation", function="clamp_", case=case["id"])
+        raised = observed["raised"]
+        if raised is not None and raised["type"] == "NotImplementedError":
+            return fail("not_implemented", function="clamp_")
+        if raised is None or "Exception" not in raised["bases"]:
+            return fail("clamp_accepts_no_bounds", function="clamp_")
+        if not observed["untouched"]:
+            return fail("input_modified", function="clamp_", tensor="x", where="")
     return PASS
 
 
@@ -301,6 +297,27 @@ def _first_arg(function: str) -> str:
 
 def _second_arg(function: str) -> str:
     return {"axpy_": "x", "ema_update_": "new"}.get(function, "")
+
+
+def validate_case(case: Case) -> None:
+    """Build what judging `case` needs; raise if the case cannot be graded (hidden cases)."""
+    from grader.labs.dtypes import DTYPES
+    from grader.labs.tensor_ops.cases import build_base
+
+    function = case["function"]
+    for key, allowed in (("layout", LAYOUTS), ("fill", FILLS), ("dtype", DTYPES)):
+        if case.get(key, "normal") not in allowed:
+            raise ValueError(f"{key} {case[key]!r} is not one of {', '.join(allowed)}")
+    parameters = [name for name, _ in SIGNATURES[function]]
+    unknown = sorted(set(case.get("kwargs", {})) - set(parameters[1:]))
+    if unknown:
+        raise ValueError(f"{function} takes no argument {unknown[0]!r}")
+    if len(case["args"]) + len(case.get("kwargs", {})) > len(parameters):
+        raise ValueError(f"too many arguments for {function}")
+    view_of(build_base(case, "cpu"), case["layout"])
+    build_other(case, "cpu")
+    if case["group"] in ("values", "half", "views"):
+        expected(case)  # the reference writes into x: a result of another shape raises here
 
 
 def _checks() -> tuple[CheckSpec, ...]:
@@ -335,4 +352,6 @@ LAB = Lab(
     cases=lab_cases,
     forbidden_package="",
     rubric_path=Path(__file__).with_name("rubric.toml"),
+    validate_case=validate_case,
+    extra_case_keys={"base_shape": [4, 6]},
 )

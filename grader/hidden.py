@@ -1,0 +1,257 @@
+"""Hidden cases: an instructor's file of extra cases and withheld checks.
+
+The file is TOML, kept with the instructor (never in the student package):
+
+    lab = "optim"
+    hide = ["Adam.trajectory.small_grads"]   # checks graded but withheld (glob patterns)
+    release = false                          # true (or `--release`): students see them too
+
+    [[case]]
+    function = "SGD"
+    like = "trajectory.momentum"            # a case of the lab to start from
+    name = "momentum_big"                   # hidden checks are `<check id>@momentum_big`
+    weight = 1.0                            # points: the check's rubric points times this
+    set = { seed = 4242, dtype = "float64", shapes = [[33, 7], [5]] }
+
+A hidden case is the `like` case with `set` applied. It runs in the same child as the lab's own
+cases and is judged by the same judges, given a plan that holds only that case: every check that
+reads the `like` case grades the hidden case too, as its own hidden check. Loading a file
+validates it fully (names, keys, types, and building the inputs and reference), so a mistake in
+it is one clear error before grading starts, never a wrong score for every student.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from grader.checks.findings import Finding, Phrase
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+Case = dict[str, Any]
+
+# What makes a case the kind of case it is: a hidden case keeps its `like` case's.
+STRUCTURAL_KEYS = frozenset({"id", "probe", "class", "function", "group", "measure", "kind"})
+HIDDEN_PREFIX = "hidden."
+
+
+class HiddenFileError(ValueError):
+    """A hidden-cases file that cannot be used: one line, naming the file and the entry."""
+
+
+class HiddenCase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    function: str
+    like: str = Field(description="Id of the lab case this one starts from.")
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,40}$")
+    weight: float = Field(default=1.0, ge=0)
+    set: dict[str, Any] = Field(default_factory=dict)
+
+
+class HiddenFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    lab: str
+    hide: list[str] = Field(default_factory=list)
+    release: bool = False
+    cases: list[HiddenCase] = Field(default_factory=list, alias="case")
+
+
+def load_hidden_file(path: Path) -> HiddenFile:
+    """Read and validate the file's shape (light: no lab, no torch)."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise HiddenFileError(f"{path}: cannot read the hidden-cases file "
+                              f"({exc.strerror})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise HiddenFileError(f"{path}: not valid TOML ({exc})") from exc
+    try:
+        return HiddenFile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise HiddenFileError(f"{path}: {where}: {first['msg']} "
+                              "(keys: lab, hide, release, [[case]])") from exc
+
+
+@dataclass(frozen=True)
+class HiddenVariant:
+    """One hidden case, ready to run and to judge."""
+
+    name: str
+    function: str
+    weight: float
+    run_case: Case  # sent to the child, under its own id
+    judged_case: Case  # the same case under its `like` id, which the judges look for
+    check_ids: tuple[str, ...]  # the lab's checks that read it
+
+    def check_id(self, base: str) -> str:
+        return f"{base}@{self.name}"
+
+
+@dataclass(frozen=True)
+class HiddenPlan:
+    """A hidden-cases file resolved against its lab."""
+
+    variants: tuple[HiddenVariant, ...] = ()
+    withheld: frozenset[str] = frozenset()
+    release: bool = False
+
+    def for_function(self, function: str) -> list[HiddenVariant]:
+        return [v for v in self.variants if v.function == function]
+
+
+class _Reads(dict):
+    """Observations that record which case ids a judge asked for (and have none)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: set[str] = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.asked.add(key)
+        return default
+
+    def __getitem__(self, key: Any) -> Any:
+        self.asked.add(key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.asked.add(str(key))
+        return False
+
+
+def reading_checks(lab: Any, function: str, case: Case) -> tuple[str, ...]:
+    """The ids of the function's checks whose judges read `case` (a plan of that case only)."""
+    from grader.labs.base import Evidence
+
+    found = []
+    for check in lab.checks_for(function):
+        reads = _Reads()
+        evidence = Evidence(api={}, static_policy=[], policy_calls=[], cases=reads,
+                            plan=(case,))
+        with contextlib.suppress(Exception):  # only which cases it asked for matters here
+            check.judge(evidence)
+        if case["id"] in reads.asked:
+            found.append(check.id)
+    return tuple(found)
+
+
+def _same_json_type(new: Any, old: Any) -> bool:
+    if isinstance(old, bool) or isinstance(new, bool):
+        return isinstance(new, bool) and isinstance(old, bool)
+    if isinstance(old, (int, float)):
+        return isinstance(new, (int, float))
+    if old is None:
+        return True
+    return type(new) is type(old)
+
+
+def _settable_keys(cases: list[Case], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Each key a hidden case may set, with an example value of its type."""
+    keys: dict[str, Any] = dict(extra)
+    for case in cases:
+        for key, value in case.items():
+            if key not in STRUCTURAL_KEYS and keys.get(key) is None:
+                keys[key] = value
+    return keys
+
+
+def _resolve_case(lab: Any, entry: HiddenCase, where: str) -> HiddenVariant:
+    if entry.function not in lab.functions:
+        raise HiddenFileError(f"{where}: lab {lab.name} has no function {entry.function!r} "
+                              f"(it has {', '.join(lab.functions)})")
+    cases = lab.cases(entry.function)
+    base = next((c for c in cases if c["id"] == entry.like), None)
+    if base is None:
+        ids = ", ".join(c["id"] for c in cases[:12]) + (", ..." if len(cases) > 12 else "")
+        raise HiddenFileError(f"{where}: {entry.function} has no case {entry.like!r} "
+                              f"(its cases: {ids}; `inplace-grader checks --lab {lab.name} "
+                              "--cases` lists them all)")
+    settable = _settable_keys(cases, lab.extra_case_keys)
+    for key, value in entry.set.items():
+        if key in STRUCTURAL_KEYS:
+            raise HiddenFileError(f"{where}: set.{key} cannot be changed; start from another "
+                                  "`like` case instead")
+        if key not in settable:
+            raise HiddenFileError(f"{where}: set.{key}: unknown key; a {entry.function} case "
+                                  f"has {', '.join(sorted(settable))}")
+        if not _same_json_type(value, settable[key]):
+            raise HiddenFileError(f"{where}: set.{key}: expected a value like "
+                                  f"{settable[key]!r}, got {value!r}")
+    judged = {**base, **entry.set}
+    try:
+        lab.validate_case(judged)
+    except Exception as exc:  # any failure to build it is the file's mistake
+        raise HiddenFileError(f"{where}: the case cannot be graded: "
+                              f"{type(exc).__name__}: {exc}") from exc
+    check_ids = reading_checks(lab, entry.function, judged)
+    if not check_ids:
+        raise HiddenFileError(f"{where}: no check of {entry.function} reads this case")
+    return HiddenVariant(name=entry.name, function=entry.function, weight=entry.weight,
+                         run_case={**judged, "id": HIDDEN_PREFIX + entry.name},
+                         judged_case=judged, check_ids=check_ids)
+
+
+def resolve(lab: Any, hidden: HiddenFile, *, source: str = "hidden file",
+            release: bool = False) -> HiddenPlan:
+    """Check the file against `lab` and prepare its cases; raises HiddenFileError."""
+    if hidden.lab != lab.name:
+        raise HiddenFileError(f"{source}: written for lab {hidden.lab!r}, grading {lab.name!r}")
+    known = [c.id for c in lab.checks]
+    withheld: set[str] = set()
+    for pattern in hidden.hide:
+        matched = fnmatch.filter(known, pattern)
+        if not matched:
+            raise HiddenFileError(f"{source}: hide: {pattern!r} matches no check of lab "
+                                  f"{lab.name} (`inplace-grader checks --lab {lab.name}`)")
+        withheld.update(matched)
+    names = [c.name for c in hidden.cases]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate is not None:
+        raise HiddenFileError(f"{source}: two cases are named {duplicate!r}")
+    variants = tuple(_resolve_case(lab, entry, f"{source}: case {entry.name!r}")
+                     for entry in hidden.cases)
+    return HiddenPlan(variants=variants, withheld=frozenset(withheld),
+                      release=release or hidden.release)
+
+
+def rename_case(finding: Finding, judged_id: str, name: str) -> Finding:
+    """Word a hidden check's finding with the hidden case's name, not its `like` id."""
+    def swap(value: Any) -> Any:
+        if value == judged_id:
+            return name
+        if isinstance(value, Phrase):
+            return Phrase(value.key, {k: swap(v) for k, v in value.params.items()})
+        return value
+
+    return Finding(finding.passed, finding.key,
+                   {k: swap(v) for k, v in finding.params.items()}, finding.debug)
+
+
+def variant_observations(observations: Mapping[str, Any], variant: HiddenVariant
+                         ) -> dict[str, Any]:
+    """The hidden case's observation under the id its judges look for."""
+    observed = observations.get(variant.run_case["id"])
+    return {} if observed is None else {variant.judged_case["id"]: observed}
+
+
+def iter_variant_checks(plan: HiddenPlan | None, function: str
+                        ) -> Iterator[tuple[HiddenVariant, str]]:
+    for variant in plan.for_function(function) if plan else []:
+        for check_id in variant.check_ids:
+            yield variant, check_id
