@@ -10,13 +10,22 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader import __version__, feedback
 from grader.checks.findings import Finding, fail
+from grader.hidden import (
+    HiddenFile,
+    HiddenFileError,
+    HiddenPlan,
+    HiddenVariant,
+    iter_variant_checks,
+    rename_case,
+    resolve,
+    variant_observations,
+)
 from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name
 from grader.labs.base import CheckSpec, Evidence, Lab
 from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
@@ -34,6 +43,7 @@ class CheckOptions:
     limits: Limits = field(default_factory=Limits)
     lang: str = "en"
     rubric_override: RubricOverride | None = None
+    hidden: HiddenFile | None = None
 
 
 def resolve_devices(choice: str) -> tuple[list[str], list[str]]:
@@ -74,6 +84,23 @@ def effective_rubric(lab: Lab, override: RubricOverride | None) -> Rubric:
     })
 
 
+_resolved: dict[tuple[str, str], HiddenPlan] = {}
+
+
+def hidden_plan(lab: Lab, hidden: HiddenFile | None) -> HiddenPlan:
+    """The hidden-cases file resolved against `lab`, once per process (a batch asks per
+    submission); a mistake in the file is a usage error."""
+    if hidden is None:
+        return HiddenPlan()
+    key = (lab.name, hidden.model_dump_json())
+    if key not in _resolved:
+        try:
+            _resolved[key] = resolve(lab, hidden)
+        except HiddenFileError as exc:
+            raise UsageError(f"--hidden: {exc}") from exc
+    return _resolved[key]
+
+
 def check_submission(path: Path, *, lab: str | None = None,
                      options: CheckOptions | None = None,
                      sandbox: Sandbox | None = None) -> Report:
@@ -105,8 +132,9 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
         lab_obj = get_lab(lab)  # imports torch while the worker boots
         devices, skipped = resolve_devices(options.device)
         rubric = effective_rubric(lab_obj, options.rubric_override)
+        plan = hidden_plan(lab_obj, options.hidden)
         checks, probe_s, in_force = _grade(sandbox, lab_obj, submission, devices, rubric,
-                                           options)
+                                           options, plan)
     checks += _skipped(lab_obj, skipped, rubric, options.lang)
     report = _report(lab, str(submission.path), checks, started)
     protections = list(Sandbox.protections) + in_force
@@ -119,8 +147,12 @@ def error_report(*, lab: str, submission: str, error: str, options: CheckOptions
     lab_obj = get_lab(lab)
     devices, _ = resolve_devices(options.device)
     rubric = effective_rubric(lab_obj, options.rubric_override)
-    possible = sum(rubric.points[c.id] * (len(devices) if c.per_device else 1)
-                   for c in lab_obj.checks if _enabled(c, rubric))
+    plan = hidden_plan(lab_obj, options.hidden)
+    possible = 0.0
+    for function in lab_obj.functions:
+        per_device = _unit_points(lab_obj, function, rubric, plan, shared=False)
+        once = _unit_points(lab_obj, function, rubric, plan, shared=True) - per_device
+        possible += per_device * len(devices) + once
     report = _report(lab, submission, [], time.monotonic())
     return report.model_copy(update={"max_score": float(possible), "error": error})
 
@@ -145,14 +177,29 @@ def _enabled(check: CheckSpec, rubric: Rubric) -> bool:
     return check.policy is None or rubric.policies.get(check.policy, True)
 
 
+def _unit_points(lab: Lab, function: str, rubric: Rubric, plan: HiddenPlan, *,
+                 shared: bool) -> float:
+    """Points of one function on one device: its per-device checks and hidden cases, plus,
+    with `shared`, its once-per-submission checks (api, policy)."""
+    points = sum(_points(rubric, c) for c in lab.checks_for(function)
+                 if (shared or c.per_device) and _enabled(c, rubric))
+    for variant, check_id in iter_variant_checks(plan, function):
+        check = lab.check(check_id)
+        if (shared or check.per_device) and _enabled(check, rubric):
+            points += _points(rubric, check) * variant.weight
+    return points
+
+
 def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str],
-           rubric: Rubric, options: CheckOptions) -> tuple[list[CheckResult], float, list[str]]:
+           rubric: Rubric, options: CheckOptions, plan: HiddenPlan
+           ) -> tuple[list[CheckResult], float, list[str]]:
     """The check results, the seconds the submission's tasks ran, and the limits and
     isolation the child reported in force."""
     from grader.checks.policy import static_uses
 
     target = sandbox.new_submission_file(submission.source)
-    tasks = [TaskSpec(function, device, lab.cases(function))
+    tasks = [TaskSpec(function, device,
+                      lab.cases(function) + [v.run_case for v in plan.for_function(function)])
              for function in lab.functions for device in devices]
     try:
         job = sandbox.run_job(lab=lab.name, submission=target, tasks=tasks,
@@ -166,7 +213,7 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
     if problem is not None:
         return [
             _runtime_result(lab, function, device, problem, rubric, options.lang, job.log,
-                            include_shared=index == 0)
+                            plan, include_shared=index == 0)
             for function in lab.functions for index, device in enumerate(devices)
         ], probe_s, in_force
     assert job.api is not None
@@ -190,32 +237,66 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
                 # When no task of the function ran, its api/policy points go with it too.
                 no_task_ran = index == 0 and all(o.status != "ok" for _, o, _ in ran)
                 results.append(_runtime_result(lab, function, task.device, problem, rubric,
-                                               options.lang, job.log,
+                                               options.lang, job.log, plan,
                                                include_shared=no_task_ran))
                 continue
             observations = record["observations"]
             policy_calls += observations.get("policy_calls", [])
             first_cases = first_cases or observations["cases"]
             evidence = Evidence(api=api, static_policy=static[function], policy_calls=[],
-                                cases=observations["cases"])
+                                cases=observations["cases"], plan=tuple(lab.cases(function)))
             for check in lab.checks_for(function):
                 if check.per_device and _enabled(check, rubric):
                     finding = _judge(check, evidence)
                     unit_keys.append(finding.key)
-                    results.append(_result(check, task.device, finding, rubric, options.lang))
+                    results.append(_result(check, task.device, finding, rubric, options.lang,
+                                           plan))
+            results += _hidden_results(lab, function, evidence, plan, rubric, options.lang,
+                                       device=task.device, per_device=True)
         if not first_cases:
             continue  # every task failed: the runtime result holds the shared points
         shared = Evidence(api=api, static_policy=static[function], policy_calls=policy_calls,
-                          cases=first_cases)
+                          cases=first_cases, plan=tuple(lab.cases(function)))
         # A function whose every check says "not implemented" earns no api or policy points.
         not_implemented = bool(unit_keys) and all(k == "not_implemented" for k in unit_keys)
         results += [
             _result(check, "cpu", fail("not_implemented", function=function) if not_implemented
-                    else _judge(check, shared), rubric, options.lang)
+                    else _judge(check, shared), rubric, options.lang, plan)
             for check in lab.checks_for(function)
             if not check.per_device and _enabled(check, rubric)
         ]
+        results += _hidden_results(lab, function, shared, plan, rubric, options.lang,
+                                   device="cpu", per_device=False)
     return _ordered(lab, results), probe_s, in_force
+
+
+def _hidden_results(lab: Lab, function: str, evidence: Evidence, plan: HiddenPlan,
+                    rubric: Rubric, lang: str, *, device: str, per_device: bool
+                    ) -> list[CheckResult]:
+    """Each hidden case judged by each check that reads it, given a plan of that case alone."""
+    results = []
+    for variant, check_id in iter_variant_checks(plan, function):
+        check = lab.check(check_id)
+        if check.per_device != per_device or not _enabled(check, rubric):
+            continue
+        alone = Evidence(api=evidence.api, static_policy=evidence.static_policy,
+                         policy_calls=evidence.policy_calls,
+                         cases=variant_observations(evidence.cases, variant),
+                         plan=(variant.judged_case,))
+        finding = rename_case(_judge(check, alone), variant.judged_case["id"], variant.name)
+        results.append(_hidden_result(check, variant, device, finding, rubric, lang))
+    return results
+
+
+def _hidden_result(check: CheckSpec, variant: HiddenVariant, device: str, finding: Finding,
+                   rubric: Rubric, lang: str) -> CheckResult:
+    result = _result(check, device, finding, rubric, lang, HiddenPlan())
+    return result.model_copy(update={
+        "id": variant.check_id(check.id),
+        "name": feedback.ui("hidden_case", lang, check=result.name, case=variant.name),
+        "score": result.score * variant.weight, "max_score": result.max_score * variant.weight,
+        "hidden": True,
+    })
 
 
 def _judge(check: CheckSpec, evidence: Evidence) -> Finding:
@@ -227,10 +308,11 @@ def _judge(check: CheckSpec, evidence: Evidence) -> Finding:
 
 
 def _ordered(lab: Lab, results: list[CheckResult]) -> list[CheckResult]:
+    """By function, device, then visible before hidden, in the lab's check order."""
     order = {c.id: i for i, c in enumerate(lab.checks)}
     return sorted(results, key=lambda r: (lab.functions.index(r.function) if r.function in
-                                          lab.functions else 0, r.device != "cpu",
-                                          order.get(r.id, -1)))
+                                          lab.functions else 0, r.device != "cpu", r.hidden,
+                                          order.get(r.id.partition("@")[0], -1)))
 
 
 def _problem(status: str, signal_number: int | None, exit_code: int | None,
@@ -264,7 +346,7 @@ def _points(rubric: Rubric, check: CheckSpec) -> float:
 
 
 def _result(check: CheckSpec, device: str, finding: Finding, rubric: Rubric,
-            lang: str) -> CheckResult:
+            lang: str, plan: HiddenPlan) -> CheckResult:
     points = _points(rubric, check)
     wording = feedback.word(finding, lang) if not finding.passed else None
     return CheckResult(
@@ -274,17 +356,16 @@ def _result(check: CheckSpec, device: str, finding: Finding, rubric: Rubric,
         score=points if finding.passed else 0.0, max_score=points,
         message=wording.message if wording else "", expected=wording.expected if wording else "",
         got=wording.got if wording else "", hint=wording.hint if wording else "",
-        debug=finding.debug,
+        debug=finding.debug, hidden=check.id in plan.withheld,
     )
 
 
 def _runtime_result(lab: Lab, function: str, device: str, problem: Finding, rubric: Rubric,
-                    lang: str, log: str, *, include_shared: bool) -> CheckResult:
-    """One failed `runtime` check worth every point the unit's checks would have earned."""
-    covered: Callable[[CheckSpec], bool] = (
-        (lambda c: True) if include_shared else (lambda c: c.per_device))
-    points = sum(_points(rubric, c) for c in lab.checks_for(function)
-                 if covered(c) and _enabled(c, rubric))
+                    lang: str, log: str, plan: HiddenPlan, *,
+                    include_shared: bool) -> CheckResult:
+    """One failed `runtime` check worth every point the unit's checks (hidden cases too)
+    would have earned."""
+    points = _unit_points(lab, function, rubric, plan, shared=include_shared)
     wording = feedback.word(problem, lang)
     return CheckResult(
         id=f"{function}.runtime", name=feedback.check_name("runtime", lang, function=function),

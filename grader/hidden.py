@@ -15,14 +15,13 @@ The file is TOML, kept with the instructor (never in the student package):
 
 A hidden case is the `like` case with `set` applied. It runs in the same child as the lab's own
 cases and is judged by the same judges, given a plan that holds only that case: every check that
-reads the `like` case grades the hidden case too, as its own hidden check. Loading a file
+can fail on it grades it, as its own hidden check. Loading a file
 validates it fully (names, keys, types, and building the inputs and reference), so a mistake in
 it is one clear error before grading starts, never a wrong score for every student.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import sys
 from collections.abc import Iterator, Mapping
@@ -97,7 +96,7 @@ class HiddenVariant:
     weight: float
     run_case: Case  # sent to the child, under its own id
     judged_case: Case  # the same case under its `like` id, which the judges look for
-    check_ids: tuple[str, ...]  # the lab's checks that read it
+    check_ids: tuple[str, ...]  # the lab's checks that judge it
 
     def check_id(self, base: str) -> str:
         return f"{base}@{self.name}"
@@ -115,40 +114,29 @@ class HiddenPlan:
         return [v for v in self.variants if v.function == function]
 
 
-class _Reads(dict):
-    """Observations that record which case ids a judge asked for (and have none)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.asked: set[str] = set()
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        self.asked.add(key)
-        return default
-
-    def __getitem__(self, key: Any) -> Any:
-        self.asked.add(key)
-        raise KeyError(key)
-
-    def __contains__(self, key: object) -> bool:
-        self.asked.add(str(key))
-        return False
+# What a check sees when the function raised on the case: a check that cannot fail on it does
+# not judge the case (zero_grad's history check on a case without a grad_fn gradient).
+_RAISED = {"type": "NotImplementedError", "bases": ["NotImplementedError", "RuntimeError",
+                                                    "Exception"],
+           "message": "", "location": "", "traceback": ""}
 
 
-def reading_checks(lab: Any, function: str, case: Case) -> tuple[str, ...]:
-    """The ids of the function's checks whose judges read `case` (a plan of that case only)."""
+def judging_checks(lab: Any, function: str, case: Case) -> tuple[str, ...]:
+    """The ids of the function's checks that fail when the function raises on `case` alone:
+    the checks that judge it."""
     from grader.labs.base import Evidence
 
-    found = []
-    for check in lab.checks_for(function):
-        reads = _Reads()
-        evidence = Evidence(api={}, static_policy=[], policy_calls=[], cases=reads,
-                            plan=(case,))
-        with contextlib.suppress(Exception):  # only which cases it asked for matters here
-            check.judge(evidence)
-        if case["id"] in reads.asked:
-            found.append(check.id)
-    return tuple(found)
+    def fails(check: Any, plan: tuple[Case, ...]) -> bool:
+        evidence = Evidence(api={}, static_policy=[], policy_calls=[], plan=plan,
+                            cases={case["id"]: {"error": _RAISED, "raised": _RAISED}})
+        try:
+            return not check.judge(evidence).passed
+        except Exception:  # a judge that trips over the stand-in observation reads the case
+            return True
+
+    # A check that fails without the case too (a signature check here) does not depend on it.
+    return tuple(check.id for check in lab.checks_for(function)
+                 if fails(check, (case,)) and not fails(check, ()))
 
 
 def _same_json_type(new: Any, old: Any) -> bool:
@@ -199,9 +187,9 @@ def _resolve_case(lab: Any, entry: HiddenCase, where: str) -> HiddenVariant:
     except Exception as exc:  # any failure to build it is the file's mistake
         raise HiddenFileError(f"{where}: the case cannot be graded: "
                               f"{type(exc).__name__}: {exc}") from exc
-    check_ids = reading_checks(lab, entry.function, judged)
+    check_ids = judging_checks(lab, entry.function, judged)
     if not check_ids:
-        raise HiddenFileError(f"{where}: no check of {entry.function} reads this case")
+        raise HiddenFileError(f"{where}: no check of {entry.function} judges this case")
     return HiddenVariant(name=entry.name, function=entry.function, weight=entry.weight,
                          run_case={**judged, "id": HIDDEN_PREFIX + entry.name},
                          judged_case=judged, check_ids=check_ids)

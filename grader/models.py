@@ -46,6 +46,8 @@ class CheckResult(BaseModel):
     got: str = ""
     hint: str = ""
     debug: str = Field(default="", description="Traceback or stderr tail; shown with --debug.")
+    hidden: bool = Field(default=False, description="Graded, but withheld from student feedback "
+                         "until released (an instructor's hidden case or hidden check).")
 
 
 class Report(BaseModel):

@@ -112,3 +112,6 @@ class Lab:
 
     def checks_for(self, function: str) -> list[CheckSpec]:
         return [c for c in self.checks if c.function == function]
+
+    def check(self, check_id: str) -> CheckSpec:
+        return next(c for c in self.checks if c.id == check_id)

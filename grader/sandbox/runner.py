@@ -57,6 +57,11 @@ class SandboxError(RuntimeError):
 def child_environment() -> dict[str, str]:
     env = {key: os.environ[key] for key in _KEEP_ENV if key in os.environ}
     env.update(_CHILD_ENV)
+    # The worker imports this very grader package, wherever it was imported from here (a
+    # checkout, a zip, a moved editable install), not whatever `grader` its path would find.
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     return env
 
 

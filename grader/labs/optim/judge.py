@@ -233,7 +233,8 @@ def judge_zero_grad_history(evidence: Evidence) -> Finding:
 
 
 def judge_zero_grad_missing(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, None))]
+    findings = [_errors(evidence, "zero_grad",
+                        evidence.planned_ids(lambda c: "none" in c["grads"]))]
     for case, index, kind, obs in _zero_grad_params(evidence):
         if kind == "none" and not obs["grad_is_none"]:
             findings.append(fail("grad_created", tensor=f"params[{index}].grad", case=case["id"]))
