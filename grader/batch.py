@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import __version__
-from grader.engine import CheckOptions, error_report, grade_submission
+from grader.engine import (
+    CheckOptions,
+    effective_rubric,
+    error_report,
+    grade_submission,
+    hidden_plan,
+)
 from grader.exporters.gradebook import gradebook_csv
 from grader.exporters.text import feedback_text
 from grader.labs import LAB_FILES, get_lab
@@ -42,6 +48,7 @@ class BatchOptions:
     workers: int = 1
     force: bool = False
     check: CheckOptions = field(default_factory=CheckOptions)
+    release: bool = False  # hidden results shown in the students' feedback files
 
 
 @dataclass
@@ -61,8 +68,9 @@ def submission_hash(source: str, *, lab: str, options: CheckOptions) -> str:
     """What a report depends on: the code, the lab, the grader and the grading options."""
     digest = hashlib.sha256()
     override = options.rubric_override.model_dump_json() if options.rubric_override else ""
+    hidden = options.hidden.model_dump_json() if options.hidden else ""
     for part in (lab, __version__, options.device, options.lang,
-                 options.limits.model_dump_json(), override, source):
+                 options.limits.model_dump_json(), override, hidden, source):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()
@@ -165,11 +173,15 @@ def _grade_one(found: Found, options: BatchOptions, workers: _Workers) -> tuple[
     return report.model_copy(update={"student": found.student, "submission_hash": digest}), False
 
 
-def _save(report: Report, options: BatchOptions) -> None:
+def _save(report: Report, options: BatchOptions, *, reused: bool) -> None:
+    """The report (unless reused from disk) and the student's feedback, always rewritten: a
+    re-run with `--release` shows hidden results without regrading."""
     name = safe_name(report.student)
-    write_atomically(options.out / REPORTS / f"{name}.json", report.model_dump_json(indent=2))
+    if not reused:
+        write_atomically(options.out / REPORTS / f"{name}.json",
+                         report.model_dump_json(indent=2))
     write_atomically(options.out / FEEDBACK / f"{name}.txt",
-                     feedback_text(report, lang=options.check.lang))
+                     feedback_text(report, lang=options.check.lang, release=options.release))
 
 
 def write_class_files(options: BatchOptions, reports: list[Report]) -> ClassSummary:
@@ -193,11 +205,20 @@ def _release_freed_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
+def check_instructor_files(options: BatchOptions) -> None:
+    """Raise UsageError for a mistake in the rubric or hidden-cases file: it stops the run
+    before any student is graded, rather than failing every student."""
+    lab = get_lab(options.lab)
+    effective_rubric(lab, options.check.rubric_override)
+    hidden_plan(lab, options.check.hidden)
+
+
 def grade_class(submissions: Path, *, options: BatchOptions,
                 on_progress: Progress | None = None,
                 on_start: Callable[[int], None] | None = None) -> BatchResult:
     """Grade every submission under `submissions` into `options.out`."""
     started = time.monotonic()
+    check_instructor_files(options)
     students = discover(submissions, filename=LAB_FILES[options.lab])
     result = BatchResult(students=len(students))
     if on_start is not None:
@@ -213,8 +234,7 @@ def grade_class(submissions: Path, *, options: BatchOptions,
                     del futures[future]  # memory stays flat: the report lives on disk now
                     if len(futures) % 64 == 0:
                         _release_freed_memory()
-                    if not reused:
-                        _save(report, options)
+                    _save(report, options, reused=reused)
                     result.reused += reused
                     result.graded += not reused and not report.error
                     if report.error:

@@ -45,8 +45,20 @@ def _load_override(path: Path | None):  # -> RubricOverride | None
     return None
 
 
+def _load_hidden(path: Path | None):  # -> HiddenFile | None
+    from grader.hidden import HiddenFileError, load_hidden_file
+
+    if path is None:
+        return None
+    try:
+        return load_hidden_file(path)
+    except HiddenFileError as exc:
+        _usage_error(str(exc))
+    return None
+
+
 def grading_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The options `check` and `grade` share: device, language, limits, rubric."""
+    """The options `check` and `grade` share: device, language, limits, rubric, hidden."""
     options = [
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
                      show_default=True),
@@ -58,6 +70,9 @@ def grading_options(command: Callable[..., None]) -> Callable[..., None]:
                      show_default=True, help="Memory limit per submission, in MiB."),
         click.option("--rubric", "rubric_path", type=click.Path(path_type=Path),
                      help="Instructor TOML file: [weights] per check id, [policies] on/off."),
+        click.option("--hidden", "hidden_path", type=click.Path(path_type=Path),
+                     help="Instructor TOML file of hidden cases and withheld checks "
+                          "(see docs/hidden-cases.md)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -79,7 +94,7 @@ def main() -> None:
 @click.option("--debug", is_flag=True, help="Show tracebacks and the submission's output.")
 def check(submission: Path, lab: str | None, device: str, output_format: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
-          debug: bool) -> None:
+          hidden_path: Path | None, debug: bool) -> None:
     """Grade one submission (a .py file, a folder or a notebook)."""
     from grader import feedback
     from grader.engine import CheckOptions, UsageError, check_submission
@@ -91,7 +106,8 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
     lang = lang or feedback.default_language()
     options = CheckOptions(device=device, lang=lang,
                            limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
-                           rubric_override=_load_override(rubric_path))
+                           rubric_override=_load_override(rubric_path),
+                           hidden=_load_hidden(hidden_path))
     try:
         report = check_submission(submission, lab=lab, options=options)
     except (UsageError, UnknownLabError, SubmissionError) as exc:
@@ -117,17 +133,19 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Parallel workers (default: the number of cores).")
 @grading_options
+@click.option("--release", is_flag=True,
+              help="Show hidden results in the students' feedback files (no regrading).")
 @click.option("--force", is_flag=True, help="Regrade submissions already graded.")
 def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
-          force: bool) -> None:
+          hidden_path: Path | None, release: bool, force: bool) -> None:
     """Grade a class: SUBMISSIONS is a folder of files or folders named by student, or an
     nbgrader course (submitted/<student>/<assignment>/)."""
     import os
 
     from grader import feedback
-    from grader.batch import BatchOptions, grade_class, iter_failures
-    from grader.engine import CheckOptions
+    from grader.batch import BatchOptions, check_instructor_files, grade_class, iter_failures
+    from grader.engine import CheckOptions, UsageError
     from grader.labs import UnknownLabError, check_lab_name
     from grader.models import Limits
     from grader.render import progress_bar
@@ -140,11 +158,17 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     except UnknownLabError as exc:
         _usage_error(str(exc))
     lang = lang or feedback.default_language()
+    hidden = _load_hidden(hidden_path)
     options = BatchOptions(
         lab=lab, out=out, workers=workers or os.cpu_count() or 1, force=force,
+        release=release or bool(hidden and hidden.release),
         check=CheckOptions(device=device, lang=lang,
                            limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
-                           rubric_override=_load_override(rubric_path)))
+                           rubric_override=_load_override(rubric_path), hidden=hidden))
+    try:
+        check_instructor_files(options)
+    except UsageError as exc:
+        _usage_error(str(exc))
     console = Console(highlight=False, stderr=True)
     try:
         with progress_bar(console) as bar:
@@ -169,14 +193,24 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
 
 @main.command("checks")
 @click.option("--lab", required=True)
-def list_checks(lab: str) -> None:
+@click.option("--cases", "show_cases", is_flag=True,
+              help="List the lab's cases instead: what a --hidden file's `like` may name.")
+def list_checks(lab: str, show_cases: bool) -> None:
     """List a lab's check ids, kinds and points (the keys a --rubric file may set)."""
+    import json
+
     from grader.labs import UnknownLabError, get_lab
 
     try:
         lab_obj = get_lab(lab)
     except UnknownLabError as exc:
         _usage_error(str(exc))
+    if show_cases:
+        for function in lab_obj.functions:
+            for case in lab_obj.cases(function):
+                details = json.dumps({k: v for k, v in case.items() if k != "id"})
+                click.echo(f"{function:14} {case['id']:28} {details}")
+        return
     rubric = lab_obj.rubric()
     for spec in lab_obj.checks:
         device = "per device" if spec.per_device else "once"

@@ -97,7 +97,7 @@ def hidden_plan(lab: Lab, hidden: HiddenFile | None) -> HiddenPlan:
         try:
             _resolved[key] = resolve(lab, hidden)
         except HiddenFileError as exc:
-            raise UsageError(f"--hidden: {exc}") from exc
+            raise UsageError(str(exc)) from exc
     return _resolved[key]
 
 

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from grader.checks.findings import Finding, Phrase
+from grader.models import Report
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,6 +67,12 @@ class HiddenFile(BaseModel):
     hide: list[str] = Field(default_factory=list)
     release: bool = False
     cases: list[HiddenCase] = Field(default_factory=list, alias="case")
+    _source: str = PrivateAttr(default="hidden file")
+
+    @property
+    def source(self) -> str:
+        """Where the file came from, for messages."""
+        return self._source
 
 
 def load_hidden_file(path: Path) -> HiddenFile:
@@ -79,12 +86,14 @@ def load_hidden_file(path: Path) -> HiddenFile:
     except tomllib.TOMLDecodeError as exc:
         raise HiddenFileError(f"{path}: not valid TOML ({exc})") from exc
     try:
-        return HiddenFile.model_validate(data)
+        hidden = HiddenFile.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise HiddenFileError(f"{path}: {where}: {first['msg']} "
                               "(keys: lab, hide, release, [[case]])") from exc
+    hidden._source = str(path)
+    return hidden
 
 
 @dataclass(frozen=True)
@@ -195,9 +204,9 @@ def _resolve_case(lab: Any, entry: HiddenCase, where: str) -> HiddenVariant:
                          judged_case=judged, check_ids=check_ids)
 
 
-def resolve(lab: Any, hidden: HiddenFile, *, source: str = "hidden file",
-            release: bool = False) -> HiddenPlan:
+def resolve(lab: Any, hidden: HiddenFile) -> HiddenPlan:
     """Check the file against `lab` and prepare its cases; raises HiddenFileError."""
+    source = hidden.source
     if hidden.lab != lab.name:
         raise HiddenFileError(f"{source}: written for lab {hidden.lab!r}, grading {lab.name!r}")
     known = [c.id for c in lab.checks]
@@ -214,8 +223,7 @@ def resolve(lab: Any, hidden: HiddenFile, *, source: str = "hidden file",
         raise HiddenFileError(f"{source}: two cases are named {duplicate!r}")
     variants = tuple(_resolve_case(lab, entry, f"{source}: case {entry.name!r}")
                      for entry in hidden.cases)
-    return HiddenPlan(variants=variants, withheld=frozenset(withheld),
-                      release=release or hidden.release)
+    return HiddenPlan(variants=variants, withheld=frozenset(withheld), release=hidden.release)
 
 
 def rename_case(finding: Finding, judged_id: str, name: str) -> Finding:
@@ -243,3 +251,26 @@ def iter_variant_checks(plan: HiddenPlan | None, function: str
     for variant in plan.for_function(function) if plan else []:
         for check_id in variant.check_ids:
             yield variant, check_id
+
+
+@dataclass(frozen=True)
+class StudentView:
+    """What a student may see of a report: the visible part, and how much is withheld."""
+
+    report: Report
+    withheld_checks: int = 0
+    withheld_points: float = 0.0
+
+
+def student_view(report: Report, *, release: bool) -> StudentView:
+    """Hidden results leave the student's copy (and its score) until they are released."""
+    hidden = [c for c in report.checks if c.hidden]
+    if release or not hidden:
+        return StudentView(report)
+    shown = [c for c in report.checks if not c.hidden]
+    visible = report.model_copy(update={
+        "checks": shown,
+        "score": round(sum(c.score for c in shown), 6),
+        "max_score": round(sum(c.max_score for c in shown), 6),
+    })
+    return StudentView(visible, len(hidden), round(sum(c.max_score for c in hidden), 6))

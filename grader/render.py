@@ -39,7 +39,10 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
     table.add_column(feedback.ui("points", lang), justify="right")
     for check in graded:
         mark, color = MARKS[check.status]
-        table.add_row(Text(mark, style=color), check.name, check.device,
+        name = Text(check.name)
+        if check.hidden:
+            name.append(f" [{feedback.ui('hidden_tag', lang)}]", style="dim")
+        table.add_row(Text(mark, style=color), name, check.device,
                       f"{check.score:g}/{check.max_score:g}")
     console.print(table)
     failed = [c for c in graded if c.status == "failed"]

@@ -9,13 +9,17 @@ from __future__ import annotations
 from collections import Counter
 
 from grader import feedback
+from grader.hidden import student_view
 from grader.models import Report
 from grader.render import MARKS, group_failures
 
 
-def feedback_text(report: Report, *, lang: str) -> str:
-    title = feedback.ui("title", lang, lab=report.lab, score=report.score,
-                        max_score=report.max_score)
+def feedback_text(full_report: Report, *, lang: str, release: bool = False) -> str:
+    """The student's feedback; hidden checks are left out (and counted) unless released."""
+    view = student_view(full_report, release=release)
+    report = view.report
+    title = feedback.ui("visible_title" if view.withheld_checks else "title", lang,
+                        lab=report.lab, score=report.score, max_score=report.max_score)
     if report.error:
         return f"{feedback.ui('not_graded', lang, error=report.error)}\n{title}\n"
     graded = [c for c in report.checks if c.status != "skipped"]
@@ -37,4 +41,7 @@ def feedback_text(report: Report, *, lang: str) -> str:
     skipped = Counter(c.device for c in report.checks if c.status == "skipped")
     lines += [""] + [feedback.ui("skipped_device", lang, count=n, device=d)
                      for d, n in skipped.items()]
+    if view.withheld_checks:
+        lines.append(feedback.ui("hidden_withheld", lang, count=view.withheld_checks,
+                                 points=view.withheld_points))
     return "\n".join(lines).rstrip() + "\n"

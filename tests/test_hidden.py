@@ -1,0 +1,222 @@
+"""Hidden cases: an instructor's file validated up front, graded like the lab's own cases,
+counted in every score, and withheld from student feedback until released."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.batch import BatchOptions, grade_class
+from grader.engine import CheckOptions, check_submission, error_report
+from grader.exporters.text import feedback_text
+from grader.hidden import HiddenFile, HiddenFileError, judging_checks, load_hidden_file, resolve
+from grader.labs import LAB_FILES, get_lab
+from grader.models import Limits, Report
+from grader.sandbox import Sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = {lab: ROOT / "examples" / lab / "hidden.toml" for lab in LAB_FILES}
+TUNED = Path(__file__).parent / "hidden" / "sgd_step_tuned_to_public_lr.py"
+LABS = sorted(LAB_FILES)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(LABS) as running:
+        yield running
+
+
+def hidden_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "hidden.toml"
+    path.write_text(text)
+    return path
+
+
+def grade(path: Path, lab: str, sandbox: Sandbox, hidden: HiddenFile | None) -> Report:
+    return check_submission(path, lab=lab, sandbox=sandbox,
+                            options=CheckOptions(device="cpu", hidden=hidden))
+
+
+# --- the file ----------------------------------------------------------------------------------
+
+CASE = '[[case]]\nfunction = "sgd_step"\nlike = "float32"\nname = "h"\n'
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('lab = "optim"\n' + CASE.replace('"sgd_step"', '"sgd"'), "no function 'sgd'"),
+    ('lab = "optim"\n' + CASE.replace('"float32"', '"float16"'), "has no case 'float16'"),
+    ('lab = "optim"\n' + CASE + 'set = { measure = "allocation" }\n', "cannot be changed"),
+    ('lab = "optim"\n' + CASE + 'set = { momentum = 0.9 }\n', "set.momentum: unknown key"),
+    ('lab = "optim"\n' + CASE + 'set = { lr = "big" }\n', "expected a value like 0.1"),
+    ('lab = "optim"\n' + CASE + 'set = { dtype = "float8" }\n', "cannot be graded"),
+    ('lab = "optim"\n' + CASE + 'set = { grads = ["normal"] }\n', "one kind per shape"),
+    ('lab = "optim"\n' + CASE + CASE, "two cases are named 'h'"),
+    ('lab = "optim"\nhide = ["sgd_step.nope*"]\n', "matches no check"),
+    ('lab = "tensor_ops"\n', "written for lab 'tensor_ops'"),
+    ('lab = "optim"\n[[case]]\nfunction = "SGD"\nlike = "trajectory.plain"\nname = "h"\n'
+     'set = { config = { lr = 0.1, nesterov = true } }\n', "a correct SGD raises"),
+    ('lab = "optim"\n[[case]]\nfunction = "SGD"\nlike = "validation.0"\nname = "h"\n'
+     'set = { config = { lr = 0.5 } }\n', "the config is valid"),
+])
+def test_a_mistake_in_the_file_is_one_clear_error(tmp_path: Path, text: str,
+                                                  message: str) -> None:
+    path = hidden_file(tmp_path, text)
+    with pytest.raises(HiddenFileError, match=None) as raised:
+        resolve(get_lab("optim"), load_hidden_file(path))
+    assert message in str(raised.value)
+    assert str(path) in str(raised.value)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("lab = \n", "not valid TOML"),
+    ('lab = "optim"\nsurprise = 1\n', "surprise: Extra inputs are not permitted"),
+    ('lab = "optim"\n' + CASE.replace('"h"', '"a b"'), "case.0.name"),
+])
+def test_a_malformed_file_fails_to_load(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(HiddenFileError) as raised:
+        load_hidden_file(hidden_file(tmp_path, text))
+    assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_every_case_is_judged_and_only_case_checks_judge_cases(lab: str) -> None:
+    """What makes a hidden case gradable: each of the lab's cases, run alone, is judged by
+    some check, and every check that judges cases (all but api and policy) judges one."""
+    lab_obj = get_lab(lab)
+    judged: set[str] = set()
+    for function in lab_obj.functions:
+        for case in lab_obj.cases(function):
+            ids = judging_checks(lab_obj, function, case)
+            assert ids, f"{function} case {case['id']} is judged by no check"
+            judged.update(ids)
+    unjudged = {c.id for c in lab_obj.checks} - judged
+    assert unjudged == {c.id for c in lab_obj.checks if c.id.endswith(".signature")
+                        or c.kind == "policy"}
+
+
+# --- grading ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lab", LABS)
+def test_solution_earns_every_hidden_point_and_stub_none(lab: str, sandbox: Sandbox) -> None:
+    hidden = load_hidden_file(EXAMPLES[lab])
+    plan = resolve(get_lab(lab), hidden)
+    solution = grade(ROOT / "solutions" / lab / LAB_FILES[lab], lab, sandbox, hidden)
+    stub = grade(ROOT / "assignments" / lab / LAB_FILES[lab], lab, sandbox, hidden)
+    public = grade(ROOT / "solutions" / lab / LAB_FILES[lab], lab, sandbox, None)
+    hidden_checks = [c for c in solution.checks if "@" in c.id]
+    assert len(hidden_checks) == sum(len(v.check_ids) for v in plan.variants)
+    assert all(c.hidden and c.passed for c in hidden_checks)
+    assert solution.score == solution.max_score > public.max_score
+    assert stub.max_score == solution.max_score
+    assert not [c for c in stub.checks if c.hidden and c.passed], "a stub earns nothing hidden"
+    withheld = {c.id for c in solution.checks if c.hidden and "@" not in c.id}
+    assert withheld == set(plan.withheld)
+
+
+def test_a_submission_tuned_to_the_visible_cases_fails_only_hidden_checks(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    public = grade(TUNED, "optim", sandbox, None)
+    assert not [c for c in public.checks if c.function == "sgd_step" and c.status == "failed"]
+    hidden = load_hidden_file(EXAMPLES["optim"])
+    report = grade(TUNED, "optim", sandbox, hidden)
+    failed = [c for c in report.checks if c.function == "sgd_step" and c.status == "failed"]
+    assert [c.id for c in failed] == ["sgd_step.values@large_lr"]
+    assert "lr=1.5" in failed[0].message
+    points = get_lab("optim").rubric().points["sgd_step.values"]
+    assert failed[0].max_score == 0.5 * points  # the case's weight times the check's points
+
+
+def test_hidden_points_count_when_a_submission_dies_or_is_missing(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    """max_score is the same for every student: runtime and error rows carry hidden points."""
+    hidden = load_hidden_file(EXAMPLES["optim"])
+    full = grade(ROOT / "solutions" / "optim" / "optimizer.py", "optim", sandbox, hidden)
+    dies = tmp_path / "optimizer.py"
+    dies.write_text("import os\nos._exit(3)\n")
+    died = grade(dies, "optim", sandbox, hidden)
+    assert died.max_score == full.max_score and died.score == 0
+    hangs = tmp_path / "hangs" / "optimizer.py"
+    hangs.parent.mkdir()
+    source = (ROOT / "solutions" / "optim" / "optimizer.py").read_text()
+    hangs.write_text(source.replace('def sgd_step(params: Iterable[torch.Tensor], lr: float)'
+                                    ' -> None:\n',
+                                    'def sgd_step(params: Iterable[torch.Tensor], lr: float)'
+                                    ' -> None:\n    while True:\n        pass\n', 1))
+    assert "while True" in hangs.read_text()
+    hung = check_submission(hangs, lab="optim", sandbox=sandbox, options=CheckOptions(
+        device="cpu", hidden=hidden, limits=Limits(timeout_s=2)))
+    runtime = next(c for c in hung.checks if c.id == "sgd_step.runtime")
+    sgd_public = sum(c.max_score for c in full.checks if c.function == "sgd_step")
+    assert runtime.max_score == sgd_public and hung.max_score == full.max_score
+    missing = error_report(lab="optim", submission="x", error="empty",
+                           options=CheckOptions(device="cpu", hidden=hidden))
+    assert missing.max_score == full.max_score
+
+
+# --- what students see --------------------------------------------------------------------------
+
+def test_feedback_withholds_hidden_results_until_released(sandbox: Sandbox) -> None:
+    hidden = load_hidden_file(EXAMPLES["optim"])
+    report = grade(TUNED, "optim", sandbox, hidden)
+    withheld = feedback_text(report, lang="en")
+    assert "hidden case" not in withheld and "lr=1.5" not in withheld
+    assert "Adam matches torch.optim.Adam at every step: small gradients" not in withheld
+    count = sum(c.hidden for c in report.checks)
+    points = sum(c.max_score for c in report.checks if c.hidden)
+    assert f"{count} hidden checks ({points:g} points) are graded but not shown" in withheld
+    visible_max = report.max_score - points
+    assert f"/ {visible_max:g} points shown" in withheld
+    released = feedback_text(report, lang="en", release=True)
+    assert "sgd_step computes p - lr * p.grad (hidden case large_lr)" in released
+    assert f"/ {report.max_score:g} points" in released
+    assert "graded but not shown" not in released
+
+
+def test_batch_release_rewrites_feedback_without_regrading(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "tuned.py").write_text(TUNED.read_text())
+    out = tmp_path / "out"
+    hidden = load_hidden_file(EXAMPLES["optim"])
+
+    def options(**kwargs) -> BatchOptions:
+        check = CheckOptions(device="cpu", lang="en", hidden=kwargs.pop("hidden", hidden))
+        return BatchOptions(lab="optim", out=out, workers=1, check=check, **kwargs)
+
+    first = grade_class(subs, options=options())
+    assert first.graded == 1
+    feedback = (out / "feedback" / "tuned.txt").read_text()
+    assert "graded but not shown" in feedback and "large_lr" not in feedback
+    report = Report.model_validate_json((out / "reports" / "tuned.json").read_text())
+    assert any(c.id == "sgd_step.values@large_lr" and not c.passed for c in report.checks)
+    book = (out / "gradebook.csv").read_text()
+    assert f",{report.score:g},{report.max_score:g}," in book  # instructors see everything
+
+    released = grade_class(subs, options=options(release=True))
+    assert released.reused == 1 and released.graded == 0
+    assert "large_lr" in (out / "feedback" / "tuned.txt").read_text()
+
+    without = grade_class(subs, options=options(hidden=None))
+    assert without.graded == 1, "another hidden file (or none) regrades"
+
+
+def test_the_command_line_takes_hidden_and_release(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "tuned.py").write_text(TUNED.read_text())
+    bad = hidden_file(tmp_path, 'lab = "optim"\n' + CASE.replace('"float32"', '"nope"'))
+    run = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab", "optim",
+                          "--out", str(tmp_path / "out"), "--hidden", str(bad)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1
+    assert "has no case 'nope'" in run.stderr
+    assert not (tmp_path / "out").exists(), "nothing graded with a broken hidden file"
+    run = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab", "optim",
+                          "--out", str(tmp_path / "out"), "--device", "cpu", "--hidden",
+                          str(EXAMPLES["optim"]), "--release"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "large_lr" in (tmp_path / "out" / "feedback" / "tuned.txt").read_text()
