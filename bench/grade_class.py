@@ -62,13 +62,14 @@ def main() -> None:
         probes: list[float] = []
         start_rss = rss_mib()
 
-        warm_rss: list[float] = []
+        marks = {max(1, args.n * tenth // 10): f"{tenth * 10}%" for tenth in (1, 5, 9)}
+        sampled: list[tuple[str, float]] = []
 
         def record(student: str, report, reused: bool) -> None:
             elapsed.append(report.elapsed_s)
             probes.append(report.probe_s)
-            if len(elapsed) == max(10, args.n // 10):
-                warm_rss.append(rss_mib())  # after the workers and references warmed up
+            if len(elapsed) in marks:  # 10%: after the workers and references warmed up
+                sampled.append((marks[len(elapsed)], rss_mib()))
 
         started = time.perf_counter()
         result = grade_class(subs, options=BatchOptions(
@@ -85,9 +86,9 @@ def main() -> None:
           f"{statistics.fmean(probes) * 1000:.0f} ms "
           f"(median {statistics.median(probes) * 1000:.0f}); "
           f"overhead beyond probes {(per_sub - statistics.fmean(probes)) * 1000:.0f} ms")
-    warm = warm_rss[0] if warm_rss else float("nan")
-    print(f"grader RSS: before torch {start_rss:.0f} MiB, after {max(10, args.n // 10)} "
-          f"submissions {warm:.0f} MiB, end {end_rss:.0f} MiB, peak {peak:.0f} MiB")
+    during = ", ".join(f"at {mark} {value:.0f}" for mark, value in sampled)
+    print(f"grader RSS (MiB): before torch {start_rss:.0f}, {during}, end (gradebook "
+          f"rebuilt) {end_rss:.0f}, peak {peak:.0f}")
     fresh = import_s * result.students / args.workers
     print(f"bare `python -c 'import torch'`: {import_s:.2f} s "
           f"(a fresh process per submission would need {fresh:.0f} s)")

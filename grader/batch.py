@@ -8,8 +8,6 @@ Problems are collected per student; the run itself never stops for one submissio
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import hashlib
 import json
 import os
@@ -34,8 +32,9 @@ from grader.labs import LAB_FILES, get_lab
 from grader.layouts import Found, discover
 from grader.models import Report
 from grader.sandbox import Sandbox
+from grader.sandbox.limits import release_freed_memory
 from grader.submission import Submission, SubmissionError, load_submission
-from grader.summary import ClassSummary, summarize, summary_text
+from grader.summary import ClassSummary, Standing, standing, summarize, summary_text
 
 REPORTS = "reports"
 FEEDBACK = "feedback"
@@ -90,12 +89,17 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def load_reports(out: Path) -> list[Report]:
-    reports = []
+def iter_reports(out: Path) -> Iterator[Report]:
+    """The reports on disk, one at a time (unreadable ones skipped)."""
     for path in sorted((out / REPORTS).glob("*.json")):
-        with contextlib.suppress(ValueError, OSError):
-            reports.append(Report.model_validate_json(path.read_text(encoding="utf-8")))
-    return reports
+        try:
+            yield Report.model_validate_json(path.read_text(encoding="utf-8"))
+        except (ValueError, OSError):
+            continue
+
+
+def load_reports(out: Path) -> list[Report]:
+    return list(iter_reports(out))
 
 
 def _previous(out: Path, student: str) -> Report | None:
@@ -184,11 +188,12 @@ def _save(report: Report, options: BatchOptions, *, reused: bool) -> None:
                      feedback_text(report, lang=options.check.lang, release=options.release))
 
 
-def write_class_files(options: BatchOptions, reports: list[Report]) -> ClassSummary:
+def write_class_files(options: BatchOptions, standings: list[Standing]) -> ClassSummary:
     """Gradebook and summary, rebuilt from the reports on disk."""
     functions = list(get_lab(options.lab).functions)
-    write_atomically(options.out / "gradebook.csv", gradebook_csv(reports, functions=functions))
-    summary = summarize(reports)
+    write_atomically(options.out / "gradebook.csv",
+                     gradebook_csv(standings, functions=functions))
+    summary = summarize(standings)
     write_atomically(options.out / "summary.txt", summary_text(summary))
     write_atomically(options.out / "summary.json", json.dumps(
         {"graded": summary.graded, "errors": summary.errors,
@@ -196,13 +201,6 @@ def write_class_files(options: BatchOptions, reports: list[Report]) -> ClassSumm
          "distribution": summary.distribution,
          "most_failed": [vars(f) for f in summary.most_failed]}, indent=2))
     return summary
-
-
-def _release_freed_memory() -> None:
-    """Hand freed heap pages back to the system (glibc keeps them per thread arena otherwise,
-    and a long run's RSS creeps up although nothing is kept)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def check_instructor_files(options: BatchOptions) -> None:
@@ -233,7 +231,7 @@ def grade_class(submissions: Path, *, options: BatchOptions,
                     report, reused = future.result()
                     del futures[future]  # memory stays flat: the report lives on disk now
                     if len(futures) % 64 == 0:
-                        _release_freed_memory()
+                        release_freed_memory()
                     _save(report, options, reused=reused)
                     result.reused += reused
                     result.graded += not reused and not report.error
@@ -249,7 +247,10 @@ def grade_class(submissions: Path, *, options: BatchOptions,
         workers.close()
         result.elapsed_s = time.monotonic() - started
         # Rebuilt from disk even after Ctrl-C: whatever was graded is in the gradebook.
-        on_disk = {r.student: r for r in load_reports(options.out)}
+        # One report at a time: the grader's memory stays flat however large the class.
+        wanted = {s.student for s in students}
+        on_disk = {s.student: s for s in map(standing, iter_reports(options.out))
+                   if s.student in wanted}
         current = [on_disk[s.student] for s in students if s.student in on_disk]
         result.summary = write_class_files(options, current)
     return result

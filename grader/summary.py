@@ -13,6 +13,33 @@ BUCKETS = 10
 
 
 @dataclass(frozen=True)
+class Standing:
+    """What the gradebook and the class summary need of one report. A report is large (every
+    check, worded); a class of thousands is summarised one report at a time."""
+
+    student: str
+    score: float
+    max_score: float
+    error: str
+    points: dict[str, tuple[float, float]]  # per lab function: (score, max)
+    failed: dict[str, str]  # check id -> check name
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.score / self.max_score if self.max_score else 0.0
+
+
+def standing(report: Report) -> Standing:
+    points: dict[str, tuple[float, float]] = {}
+    for check in report.checks:
+        score, possible = points.get(check.function, (0.0, 0.0))
+        points[check.function] = (score + check.score, possible + check.max_score)
+    return Standing(student=report.student, score=report.score, max_score=report.max_score,
+                    error=report.error, points=points,
+                    failed={c.id: c.name for c in report.checks if c.status == "failed"})
+
+
+@dataclass(frozen=True)
 class FailedCheck:
     check_id: str
     name: str
@@ -29,21 +56,20 @@ class ClassSummary:
     most_failed: list[FailedCheck] = field(default_factory=list)
 
 
-def summarize(reports: list[Report], *, top: int = 10) -> ClassSummary:
-    graded = [r for r in reports if not r.error]
-    percents = [100.0 * r.score / r.max_score if r.max_score else 0.0 for r in graded]
+def summarize(standings: list[Standing], *, top: int = 10) -> ClassSummary:
+    graded = [s for s in standings if not s.error]
+    percents = [s.percent for s in graded]
     distribution = [0] * BUCKETS
     for percent in percents:
         distribution[min(int(percent // (100 / BUCKETS)), BUCKETS - 1)] += 1
     failed: Counter[str] = Counter()
     names: dict[str, str] = {}
-    for report in graded:
-        ids = {c.id for c in report.checks if c.status == "failed"}
-        failed.update(ids)
-        names.update({c.id: c.name for c in report.checks if c.id in ids})
+    for student in graded:
+        failed.update(student.failed.keys())
+        names.update(student.failed)
     return ClassSummary(
         graded=len(graded),
-        errors=len(reports) - len(graded),
+        errors=len(standings) - len(graded),
         mean_percent=statistics.fmean(percents) if percents else 0.0,
         median_percent=statistics.median(percents) if percents else 0.0,
         distribution=distribution,

@@ -64,56 +64,64 @@ class CallRecorder:
 # --- grading-process side -------------------------------------------------------------------
 
 def static_uses(source: str, *, package: str, names: list[str]) -> dict[str, list[str]]:
-    """For each lab name, the source lines by which it reaches `package` (empty: none found)."""
+    """For each lab name, the source lines by which it reaches `package` (empty: none found).
+
+    The tree is walked once (a batch runs this for every submission): each top-level statement's
+    nodes are listed, imports anywhere give the aliases, then each definition's own nodes are
+    searched for the package and for the other definitions it calls.
+    """
     tree = ast.parse(source)
     root, _, leaf = package.partition(".")
     torch_aliases: set[str] = set()
     package_aliases: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                reaches = alias.name == package or alias.name.startswith(package + ".")
-                if reaches and alias.asname:
-                    package_aliases.add(alias.asname)  # import torch.optim as O
-                elif alias.name == root or (not alias.asname and alias.name.startswith(root + ".")):
-                    torch_aliases.add(alias.asname or root)  # import torch / import torch.nn
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == package or node.module.startswith(package + "."):
-                package_aliases.update(a.asname or a.name for a in node.names)
-            elif node.module == root:
-                package_aliases.update(a.asname or a.name for a in node.names if a.name == leaf)
+    statements = [(stmt, list(ast.walk(stmt))) for stmt in tree.body]
+    for _, nodes in statements:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    reaches = alias.name == package or alias.name.startswith(package + ".")
+                    if reaches and alias.asname:
+                        package_aliases.add(alias.asname)  # import torch.optim as O
+                    elif alias.name == root or (not alias.asname
+                                                and alias.name.startswith(root + ".")):
+                        torch_aliases.add(alias.asname or root)  # import torch / torch.nn
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == package or node.module.startswith(package + "."):
+                    package_aliases.update(a.asname or a.name for a in node.names)
+                elif node.module == root:
+                    package_aliases.update(a.asname or a.name for a in node.names
+                                           if a.name == leaf)
 
     module_path = re.compile(re.escape(package) + r"(\.[\w.]*)?")
 
-    def direct_evidence(node: ast.AST) -> list[str]:
-        found = []
-        for sub in ast.walk(node):
-            hit = False
-            if isinstance(sub, ast.Attribute) and sub.attr == leaf:
-                base = sub.value
-                hit = isinstance(base, ast.Name) and base.id in torch_aliases
-            elif isinstance(sub, ast.Name) and sub.id in package_aliases:
-                hit = True
-            elif isinstance(sub, ast.Call):  # importlib.import_module("torch.optim"), getattr
-                hit = any(isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-                          and (module_path.fullmatch(arg.value) or arg.value == leaf)
-                          for arg in sub.args)
-            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-                module_names = [a.name for a in sub.names] if isinstance(sub, ast.Import) else [
-                    sub.module or ""]
-                hit = any(m == package or m.startswith(package + ".") for m in module_names)
-            if hit and hasattr(sub, "lineno"):
-                found.append(f"line {sub.lineno}: {ast.get_source_segment(source, sub) or ''}")
-        return found
+    def reaches_package(sub: ast.AST) -> bool:
+        if isinstance(sub, ast.Attribute):
+            return (sub.attr == leaf and isinstance(sub.value, ast.Name)
+                    and sub.value.id in torch_aliases)
+        if isinstance(sub, ast.Name):
+            return sub.id in package_aliases
+        if isinstance(sub, ast.Call):  # importlib.import_module("torch.optim"), getattr
+            return any(isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                       and bool(module_path.fullmatch(arg.value) or arg.value == leaf)
+                       for arg in sub.args)
+        if isinstance(sub, ast.Import):
+            return any(a.name == package or a.name.startswith(package + ".")
+                       for a in sub.names)
+        if isinstance(sub, ast.ImportFrom):
+            module = sub.module or ""
+            return module == package or module.startswith(package + ".")
+        return False
 
-    top_level = {
-        node.name: node for node in tree.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    definitions = {stmt.name: nodes for stmt, nodes in statements
+                   if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    evidence = {
+        name: [f"line {sub.lineno}: {ast.get_source_segment(source, sub) or ''}"
+               for sub in nodes if hasattr(sub, "lineno") and reaches_package(sub)]
+        for name, nodes in definitions.items()
     }
-    evidence = {name: direct_evidence(node) for name, node in top_level.items()}
     references = {
-        name: {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name)} & set(top_level)
-        for name, node in top_level.items()
+        name: {sub.id for sub in nodes if isinstance(sub, ast.Name)} & set(definitions)
+        for name, nodes in definitions.items()
     }
     changed = True
     while changed:  # helpers that reach the package taint their callers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -50,3 +51,10 @@ def isolate_network() -> bool:
         return libc.unshare(CLONE_NEWNET) == 0
     except (OSError, AttributeError):
         return False
+
+
+def release_freed_memory() -> None:
+    """Hand freed heap pages back to the system: glibc keeps them otherwise, so a long batch
+    creeps up, and a zygote would make every child inherit (and fork) them."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import importlib
 import os
 import select
@@ -21,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from grader.sandbox.limits import release_freed_memory
 from grader.sandbox.protocol import Job, JobOutcome, TaskOutcome
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -192,6 +194,11 @@ def main() -> None:
     if torch.cuda.is_initialized():  # children could not use CUDA after this fork
         print("zygote: CUDA was initialised during warm-up; CUDA tasks will fail",
               file=sys.stderr)
+    # Objects that exist now are shared with every child; a frozen generation is never
+    # traversed by the children's collector, so their pages stay shared (copy-on-write).
+    gc.collect()
+    release_freed_memory()
+    gc.freeze()
     protocol_out.write('{"ready": true}\n')
     for line in sys.stdin:
         if not line.strip():

@@ -18,10 +18,6 @@ from grader.sandbox.child import call_student
 LAB_NAMES = ["update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias"]
 
 
-def prepare() -> None:
-    """Nothing to wrap: this lab forbids no package."""
-
-
 def warm_up() -> None:
     warm_up_meters()
 

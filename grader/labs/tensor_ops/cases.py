@@ -7,6 +7,7 @@ empty, or a view of a larger base: transpose, strided slice, 3-D slice), what fi
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import torch
@@ -61,20 +62,32 @@ def _fill(shape: list[int], fill: str, generator: torch.Generator, dtype: str) -
     return values
 
 
+@cache
+def _base_values(seed: int, shape: tuple[int, ...], fill: str, dtype: str) -> torch.Tensor:
+    """Drawn once per process and copied per use: the zygote draws every case at start, so a
+    child copies its 4 MB inputs instead of drawing them again."""
+    generator = torch.Generator().manual_seed(seed)
+    return _fill(list(shape), fill, generator, dtype).to(DTYPES[dtype])
+
+
+@cache
+def _other_values(seed: int, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(list(shape), generator=generator, dtype=torch.float64).to(DTYPES[dtype])
+
+
 def build_base(case: Case, device: str) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(case["seed"])
     shape = case.get("base_shape") or LAYOUTS[case["layout"]]  # base_shape: hidden cases
-    values = _fill(shape, case.get("fill", "normal"), generator, case["dtype"])
-    return values.to(DTYPES[case["dtype"]]).to(device)
+    values = _base_values(case["seed"], tuple(shape), case.get("fill", "normal"), case["dtype"])
+    return values.to(device=device, copy=True)
 
 
 def build_other(case: Case, device: str) -> torch.Tensor | None:
     """The second tensor argument (`x` of axpy_, `new` of ema_update_), if the case has one."""
     if "other_shape" not in case:
         return None
-    generator = torch.Generator().manual_seed(case["seed"] + 1)
-    values = torch.randn(case["other_shape"], generator=generator, dtype=torch.float64)
-    return values.to(DTYPES[case["dtype"]]).to(device)
+    values = _other_values(case["seed"] + 1, tuple(case["other_shape"]), case["dtype"])
+    return values.to(device=device, copy=True)
 
 
 def build_args(case: Case, x: torch.Tensor, other: torch.Tensor | None) -> list[Any]:

@@ -53,7 +53,10 @@ def _case(function: str, group: str, number: int, *, dtype: str, layout: str, va
         return None  # dim=0 is graded on 2-D inputs
     case: Case = {
         "id": f"{group}.{number}", "group": group, "function": function, "dtype": dtype,
-        "layout": layout, "fill": fill, "measure": measure, "seed": 1000 + number,
+        "layout": layout, "fill": fill, "measure": measure,
+        # Allocation cases measure memory, not values: they share inputs (drawn once, in the
+        # zygote, and copied by each child; see cases.py).
+        "seed": 1 if measure == "allocation" else 1000 + number,
         "args": variant.get("args", SPECS[function]["args"]), "kwargs": kwargs,
     }
     other = variant.get("other")
