@@ -31,6 +31,13 @@ def rss_mib() -> float:
     return 0.0
 
 
+def cpu_ms(before: resource.struct_rusage, after: resource.struct_rusage,
+           n: int) -> tuple[float, float]:
+    """(user, system) CPU milliseconds per submission between two rusage samples."""
+    return ((after.ru_utime - before.ru_utime) * 1000 / n,
+            (after.ru_stime - before.ru_stime) * 1000 / n)
+
+
 def build_class(lab: str, n: int, folder: Path) -> None:
     sources = sorted((ROOT / "tests" / "submissions" / lab).glob("*.py"))
     for index in range(n):
@@ -71,12 +78,17 @@ def main() -> None:
             if len(elapsed) in marks:  # 10%: after the workers and references warmed up
                 sampled.append((marks[len(elapsed)], rss_mib()))
 
+        own_before = resource.getrusage(resource.RUSAGE_SELF)
+        sandbox_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         result = grade_class(subs, options=BatchOptions(
             lab=args.lab, out=out, workers=args.workers,
             check=CheckOptions(device="cpu", lang="en")), on_progress=record)
         wall = time.perf_counter() - started
         end_rss = rss_mib()
+        # The workers have exited by now: their CPU (and their children's) is accounted.
+        own = cpu_ms(own_before, resource.getrusage(resource.RUSAGE_SELF), args.n)
+        sandbox = cpu_ms(sandbox_before, resource.getrusage(resource.RUSAGE_CHILDREN), args.n)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     per_sub = wall * args.workers / max(result.students, 1)
     print(f"lab {args.lab}, {result.students} submissions, {args.workers} workers, "
@@ -86,6 +98,8 @@ def main() -> None:
           f"{statistics.fmean(probes) * 1000:.0f} ms "
           f"(median {statistics.median(probes) * 1000:.0f}); "
           f"overhead beyond probes {(per_sub - statistics.fmean(probes)) * 1000:.0f} ms")
+    print(f"CPU per submission: grading process {own[0]:.0f} ms user + {own[1]:.0f} ms sys; "
+          f"sandbox (zygotes and children) {sandbox[0]:.0f} ms user + {sandbox[1]:.0f} ms sys")
     during = ", ".join(f"at {mark} {value:.0f}" for mark, value in sampled)
     print(f"grader RSS (MiB): before torch {start_rss:.0f}, {during}, end (gradebook "
           f"rebuilt) {end_rss:.0f}, peak {peak:.0f}")
