@@ -7,7 +7,7 @@ raw observations; it never decides a score.
 from __future__ import annotations
 
 import importlib
-import importlib.util
+import linecache
 import os
 import sys
 import traceback
@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from grader.sandbox import tamper
-from grader.sandbox.limits import apply_rlimits, isolate_network
+from grader.sandbox.limits import apply_rlimits, drop_privileges, isolate_network
 from grader.sandbox.protocol import Job
 
 SUBMISSION_MODULE = "submission"
@@ -52,13 +52,21 @@ def call_student(func: Callable[..., Any], *args: Any, **kwargs: Any
         return None, describe_exception(exc)
 
 
-def import_submission(path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(SUBMISSION_MODULE, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
+def read_submission(path: str) -> bytes:
+    """The source, read while the child may still read the grader's folders; tracebacks get
+    their lines from linecache, as the file itself may be unreadable after the uid drop."""
+    with open(path, "rb") as handle:
+        source = handle.read()
+    text = source.decode("utf-8", errors="replace")
+    linecache.cache[path] = (len(text), None, text.splitlines(keepends=True), path)
+    return source
+
+
+def import_submission(path: str, source: bytes) -> ModuleType:
+    module = ModuleType(SUBMISSION_MODULE)
+    module.__file__ = path
     sys.modules[SUBMISSION_MODULE] = module
-    spec.loader.exec_module(module)
+    exec(compile(source, path, "exec"), module.__dict__)  # the submission, in this child only
     return module
 
 
@@ -80,12 +88,21 @@ def _progress(fd: int, message: str) -> None:
     os.write(fd, f"{message}\n".encode())
 
 
-def _save(record: dict[str, Any], path: str) -> None:
+def _open_results(job: Job, first_task: int) -> dict[str, int]:
+    """The result files, opened before the uid drop (the child cannot open them after)."""
+    paths = [job.api_path] * (first_task == 0) + [t.result_path for t in job.tasks[first_task:]]
+    return {path: os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for path in paths}
+
+
+def _save(record: dict[str, Any], fd: int) -> None:
+    """Write one record. The zygote reads it only after this task's `D` line; a child killed
+    mid-write leaves a truncated file, which loads as no result."""
     from grader.sandbox.wire import dumps
 
-    with open(path + ".tmp", "wb") as handle:
-        handle.write(dumps(record))
-    os.replace(path + ".tmp", path)
+    data = memoryview(dumps(record))
+    while data:
+        data = data[os.write(fd, data):]
+    os.close(fd)
 
 
 def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
@@ -106,19 +123,25 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     # CUDA talks to the driver through files, not the network, so it keeps working here.
     if isolate_network():
         limits.append("network namespace")
+    source = read_submission(job.submission_path)
+    results = _open_results(job, first_task)
+    if job.scratch_path:
+        os.chdir(job.scratch_path)  # the student's working folder, writable after the drop
+    if job.run_as is not None:
+        limits += drop_privileges(job.run_as)
     header = {"nonce": job.nonce, "limits": limits}
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
     clean = tamper.snapshot()
     try:
-        module = import_submission(job.submission_path)
+        module = import_submission(job.submission_path, source)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import count too
-        _save({**header, "import_error": describe_exception(exc)}, job.api_path)
+        _save({**header, "import_error": describe_exception(exc)}, results[job.api_path])
         _progress(progress_fd, "E")
         return
     if first_task == 0:
         _save({**header, "api": lab_probes.describe_api(module),
-               "tampered": tamper.changes(clean)}, job.api_path)
+               "tampered": tamper.changes(clean)}, results[job.api_path])
     _progress(progress_fd, "I")
     for index in range(first_task, len(job.tasks)):
         task = job.tasks[index]
@@ -127,7 +150,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
                                         cases=task.cases)
         changed = tamper.changes(clean)
         _save({**header, "observations": observations, "tampered": changed},
-              task.result_path)
+              results[task.result_path])
         _progress(progress_fd, f"D {index}")
         if changed:
             return  # later tasks get a fresh child, with torch as it was

@@ -6,6 +6,9 @@ import contextlib
 import ctypes
 import os
 import resource
+import stat
+import sys
+from pathlib import Path
 
 from grader.sandbox.protocol import Job
 
@@ -58,3 +61,57 @@ def release_freed_memory() -> None:
     creeps up, and a zygote would make every child inherit (and fork) them."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+# A uid no account uses: RLIMIT_NPROC counts processes per uid across the machine, and a
+# leftover-process sweep by uid must not touch anybody else's. Set INPLACE_GRADER_UID to
+# choose another, or to "off" to keep the child's uid.
+DEFAULT_UID = 64_213
+CHILD_PROCESSES = 256  # a fork bomb stops here (threads count too; root is exempt)
+
+
+def choose_uid(environ: dict[str, str] | None = None) -> int | None:
+    """The uid children drop to: only when running as root, and only where that uid can read
+    the Python installation (a pyenv under /root 0700 cannot: lazy imports would fail)."""
+    environ = dict(os.environ) if environ is None else environ
+    wanted = environ.get("INPLACE_GRADER_UID", "")
+    if os.geteuid() != 0 or wanted.lower() == "off":
+        return None
+    uid = int(wanted) if wanted.isdigit() else DEFAULT_UID
+    return uid if readable_by_others(Path(sys.prefix)) and readable_by_others(
+        Path(torch_dir())) else None
+
+
+def torch_dir() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    return str(Path(spec.origin).parent) if spec and spec.origin else sys.prefix
+
+
+def readable_by_others(path: Path) -> bool:
+    """Every folder down to `path` searchable, and `path` readable, by any uid."""
+    path = path.resolve()
+    for folder in [*reversed(path.parents), path]:
+        try:
+            mode = folder.stat().st_mode
+        except OSError:
+            return False
+        if not mode & stat.S_IXOTH or (folder == path and not mode & stat.S_IROTH):
+            return False
+    return True
+
+
+def drop_privileges(uid: int) -> list[str]:
+    """Become `uid` (group too, no supplementary groups) for good; the protections it adds."""
+    try:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    except OSError:
+        return []
+    applied = [f"uid drop ({uid})"]
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NPROC, (CHILD_PROCESSES, CHILD_PROCESSES))
+        applied.append("process count limit")
+    return applied

@@ -38,6 +38,8 @@ class Job(BaseModel):
     api_path: str
     log_path: str
     nonce: str
+    scratch_path: str = Field(default="", description="The child's working folder.")
+    run_as: int | None = Field(default=None, description="Unprivileged uid for the child.")
     tasks: list[Task]
     timeout_s: float
     memory_bytes: int

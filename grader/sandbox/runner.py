@@ -11,9 +11,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from grader.models import Limits
+from grader.sandbox.limits import choose_uid
 from grader.sandbox.protocol import Job, JobOutcome, Task, TaskOutcome
 
 # Variables the child must not inherit or must have: one thread per child (fork + OpenMP
@@ -74,7 +75,11 @@ class Sandbox:
 
     protections = ("separate process", "process group kill", "child subreaper")
 
-    def __init__(self, labs: list[str]) -> None:
+    def __init__(self, labs: list[str], *, run_as: int | Literal["auto"] | None = "auto"
+                 ) -> None:
+        """`run_as`: the uid children drop to; "auto" chooses one when running as root
+        (limits.choose_uid), None keeps the grader's uid."""
+        self.run_as: int | None = choose_uid() if run_as == "auto" else run_as
         self._workdir = tempfile.TemporaryDirectory(prefix="inplace-grader-")
         self.workdir = Path(self._workdir.name)
         os.chmod(self.workdir, 0o700)
@@ -132,6 +137,10 @@ class Sandbox:
         self._counter += 1
         job_dir = self.workdir / f"job{self._counter}"
         job_dir.mkdir(mode=0o700)
+        scratch = job_dir / "scratch"
+        scratch.mkdir(mode=0o700)
+        if self.run_as is not None:
+            os.chown(scratch, self.run_as, self.run_as)
         job = Job(
             job_id=str(self._counter),
             lab=lab,
@@ -140,6 +149,8 @@ class Sandbox:
             api_path=str(job_dir / "api.pt"),
             log_path=str(job_dir / "output.log"),
             nonce=secrets.token_hex(16),
+            scratch_path=str(scratch),
+            run_as=self.run_as,
             tasks=[Task(function=t.function, device=t.device, cases=t.cases,
                         result_path=str(job_dir / f"task{i}.pt")) for i, t in enumerate(tasks)],
             timeout_s=limits.timeout_s,
