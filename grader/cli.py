@@ -242,3 +242,66 @@ def schema() -> None:
     from grader.models import Report
 
     click.echo(json.dumps(Report.model_json_schema(), indent=2))
+
+
+@main.group()
+def gradescope() -> None:
+    """Gradescope: build the autograder zip; `run` is what the zip's run_autograder calls."""
+
+
+@gradescope.command("build")
+@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("--hidden", "hidden_path", type=click.Path(path_type=Path),
+              help="Hidden-cases file to grade with (kept out of the students' view).")
+@click.option("--hidden-visibility", type=click.Choice(["hidden", "after_due_date",
+                                                        "after_published"]),
+              default="after_published", show_default=True,
+              help="When students see hidden checks on Gradescope.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, help="Wall-time limit per function's checks, seconds.")
+@click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True)
+@click.option("--torch", "torch_version", default=None,
+              help="torch version setup.sh installs (default: the one installed here).")
+@click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
+              default=Path("."), show_default=True, help="The inplace-grader checkout.")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False),
+              default=Path("autograder.zip"), show_default=True)
+@click.option("--force", is_flag=True, help="Overwrite an existing zip.")
+def gradescope_build(lab: str, hidden_path: Path | None, hidden_visibility: str,
+                     timeout: float, lang: str, torch_version: str | None, project: Path,
+                     out: Path, force: bool) -> None:
+    """Build autograder.zip (setup.sh, run_autograder, the grader) for a Gradescope
+    programming assignment."""
+    import torch
+
+    from grader.engine import UsageError, hidden_plan
+    from grader.labs import UnknownLabError, get_lab
+    from grader.platforms.gradescope import GradescopeConfig, GradescopeError, build_autograder
+
+    if out.exists() and not force:
+        _usage_error(f"{out} exists; pass --force to overwrite it")
+    try:
+        lab_obj = get_lab(lab)
+        hidden_plan(lab_obj, _load_hidden(hidden_path))  # a mistake stops the build
+        config = GradescopeConfig(lab=lab, hidden_visibility=hidden_visibility,  # type: ignore[arg-type]
+                                  lang=lang, timeout_s=timeout)
+        names = build_autograder(config=config, out=out, project=project,
+                                 hidden_path=hidden_path,
+                                 torch_version=torch_version or torch.__version__.split("+")[0])
+    except (UnknownLabError, UsageError, GradescopeError) as exc:
+        _usage_error(str(exc))
+    click.echo(f"wrote {out} ({len(names)} files: setup.sh, run_autograder, "
+               f"{'hidden cases, ' if hidden_path else ''}the grader); upload it as the "
+               "autograder of a Gradescope programming assignment")
+
+
+@gradescope.command("run")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False),
+              default=Path("/autograder"), show_default=True)
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+              default=Path("/autograder/source/inplace-grader.toml"), show_default=True)
+def gradescope_run(root: Path, config_path: Path) -> None:
+    """Grade ROOT/submission into ROOT/results/results.json (always written)."""
+    from grader.platforms.gradescope import run
+
+    click.echo(f"wrote {run(root, config_path)}")

@@ -1,0 +1,82 @@
+"""Gradescope: the `results.json` an autograder writes, from a report.
+
+Gradescope's documented fields (gradescope-autograders.readthedocs.io, "specs"): a top-level
+`score`, `execution_time`, `output` and `tests[]`, each test with `name`, `score`, `max_score`,
+`status`, `output`, `visibility`, `tags` and `number`. A check becomes a test; hidden checks get
+the visibility the instructor chose (`after_published` by default) until they are released;
+checks for an absent device are left out (they are worth nothing).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from grader import feedback
+from grader.models import CheckResult, Report
+
+Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
+VISIBILITIES: tuple[Visibility, ...] = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def _test_output(check: CheckResult, lang: str) -> str:
+    if check.status == "passed":
+        return ""
+    lines = [check.message]
+    lines += [f"{feedback.ui(key, lang)}: {value}" for key, value in
+              (("expected", check.expected), ("got", check.got), ("hint", check.hint)) if value]
+    return "\n".join(lines)
+
+
+def _summary(report: Report, lang: str) -> str:
+    title = feedback.ui("title", lang, lab=report.lab, score=report.score,
+                        max_score=report.max_score)
+    if report.error:
+        return f"{feedback.ui('not_graded', lang, error=report.error)}\n{title}"
+    graded = [c for c in report.checks if c.status != "skipped" and not c.hidden]
+    failed = [c for c in graded if c.status == "failed"]
+    verdict = (feedback.ui("all_passed", lang) if not failed
+               else feedback.ui("some_failed", lang, failed=len(failed), total=len(graded)))
+    return f"{title}\n{verdict}"
+
+
+def results_json(report: Report, *, lang: str = "en",
+                 hidden_visibility: Visibility = "after_published",
+                 release: bool = False) -> dict[str, Any]:
+    """The results.json object for one graded (or ungradable) submission."""
+    tests: list[dict[str, Any]] = []
+    per_function: dict[str, int] = {}  # function -> checks numbered so far
+    for check in report.checks:
+        if check.status == "skipped":
+            continue
+        per_function[check.function] = per_function.get(check.function, 0) + 1
+        tests.append({
+            "name": f"{check.name} [{check.device}]",
+            "number": f"{list(per_function).index(check.function) + 1}."
+                      f"{per_function[check.function]}",
+            "score": check.score,
+            "max_score": check.max_score,
+            "status": "passed" if check.status == "passed" else "failed",
+            "output": _test_output(check, lang),
+            "tags": [check.function, check.kind],
+            "visibility": hidden_visibility if check.hidden and not release else "visible",
+            "extra_data": {"id": check.id, "device": check.device},
+        })
+    return {
+        "score": report.score,
+        "execution_time": round(report.elapsed_s, 3),
+        "output": _summary(report, lang),
+        "output_format": "text",
+        "test_output_format": "text",
+        "test_name_format": "text",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {"lab": report.lab, "grader_version": report.grader_version,
+                       "torch_version": report.torch_version,
+                       "protections": report.protections},
+    }
+
+
+def failure_results(message: str) -> dict[str, Any]:
+    """What is written when grading itself could not run: score 0 and the reason, so that
+    Gradescope never shows "The autograder failed to execute correctly" without one."""
+    return {"score": 0.0, "output": message, "output_format": "text", "tests": []}

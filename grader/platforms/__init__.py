@@ -1,0 +1,1 @@
+"""Integrations with the platforms courses grade on: Gradescope, Classroom 50."""

@@ -1,0 +1,152 @@
+"""Gradescope: build the autograder zip, and grade one submission inside it.
+
+The zip holds `setup.sh` and `run_autograder` at its root (Gradescope's layout), the grader's
+own source to install, `inplace-grader.toml` (the lab and grading options) and, when given, the
+hidden-cases file. `run_autograder` calls `inplace-grader gradescope run`, which always writes
+`results/results.json`: a broken upload, a crash or a timeout is a score with a message, never
+Gradescope's bare "The autograder failed to execute correctly".
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from grader.exporters.gradescope import Visibility, failure_results, results_json
+from grader.models import Limits
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+CONFIG = "inplace-grader.toml"
+HIDDEN = "hidden.toml"
+PACKAGE = "inplace-grader"  # the folder in the zip that setup.sh pip-installs
+SCRIPTS = ("setup.sh", "run_autograder")
+
+
+class GradescopeConfig(BaseModel):
+    """What `run_autograder` grades with; written by `build`, read by `run`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lab: str
+    hidden: str = Field(default="", description="Hidden-cases file, beside this one.")
+    hidden_visibility: Visibility = "after_published"
+    lang: str = "en"
+    timeout_s: float = Field(default=60.0, gt=0)
+    memory_mib: int = Field(default=4096, ge=256)
+
+
+class GradescopeError(ValueError):
+    """An instructor mistake while building: one line."""
+
+
+def _package_files(project: Path) -> list[tuple[Path, str]]:
+    """(file, name in the zip) for the grader's source: pyproject, README and grader/."""
+    if not (project / "pyproject.toml").is_file() or not (project / "grader").is_dir():
+        raise GradescopeError(f"{project}: not an inplace-grader checkout (no pyproject.toml "
+                              "and grader/); run the build from the project folder or --root")
+    files = [(project / "pyproject.toml", f"{PACKAGE}/pyproject.toml"),
+             (project / "README.md", f"{PACKAGE}/README.md")]
+    for path in sorted((project / "grader").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            files.append((path, f"{PACKAGE}/{path.relative_to(project).as_posix()}"))
+    return files
+
+
+def _script(name: str, torch_version: str) -> str:
+    text = resources.files("grader.templates").joinpath("gradescope").joinpath(name).read_text()
+    return text.replace("@TORCH_VERSION@", torch_version)
+
+
+def build_autograder(*, config: GradescopeConfig, out: Path, project: Path,
+                     hidden_path: Path | None, torch_version: str) -> list[str]:
+    """Write the autograder zip; returns the names it holds."""
+    entries: list[tuple[str, bytes, int]] = []  # (name, data, unix mode)
+    for name in SCRIPTS:
+        entries.append((name, _script(name, torch_version).encode(), 0o755))
+    if hidden_path is not None:
+        entries.append((HIDDEN, hidden_path.read_bytes(), 0o600))
+        config = config.model_copy(update={"hidden": HIDDEN})
+    lines = [f"{key} = {json.dumps(value)}" for key, value in config.model_dump().items()]
+    entries.append((CONFIG, ("\n".join(lines) + "\n").encode(), 0o644))
+    entries += [(name, path.read_bytes(), 0o644) for path, name in _package_files(project)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data, mode in entries:
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.external_attr = (0o100000 | mode) << 16  # a regular file with its mode
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    partial.replace(out)
+    return [name for name, _, _ in entries]
+
+
+def load_config(path: Path) -> GradescopeConfig:
+    try:
+        with path.open("rb") as handle:
+            return GradescopeConfig.model_validate(tomllib.load(handle))
+    except OSError as exc:
+        raise GradescopeError(f"{path}: cannot read ({exc.strerror})") from exc
+    except (tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise GradescopeError(f"{path}: not a valid autograder configuration ({exc})") from exc
+
+
+def find_submission(folder: Path, filename: str) -> Path:
+    """The student's file: the lab's file or notebook, else the only .py or .ipynb uploaded."""
+    from grader.submission import SubmissionError
+
+    for candidate in (folder / filename, folder / filename.replace(".py", ".ipynb")):
+        if candidate.is_file():
+            return candidate
+    uploaded = sorted(p for p in folder.glob("*") if p.suffix in (".py", ".ipynb")
+                      and p.is_file() and not p.name.startswith("."))
+    if len(uploaded) == 1:
+        return uploaded[0]
+    if not uploaded:
+        raise SubmissionError(f"no {filename} in your submission: upload your {filename} "
+                              "(or the notebook)")
+    names = ", ".join(p.name for p in uploaded)
+    raise SubmissionError(f"several files were uploaded ({names}) and none is named "
+                          f"{filename}: upload only your {filename}")
+
+
+def run(root: Path, config_path: Path) -> Path:
+    """Grade `root/submission` into `root/results/results.json`; never raises for the
+    submission's or the configuration's sake."""
+    from grader.batch import write_atomically
+    from grader.engine import CheckOptions, UsageError, check_submission
+    from grader.hidden import HiddenFileError, load_hidden_file
+    from grader.labs import LAB_FILES, UnknownLabError
+    from grader.submission import SubmissionError
+
+    results = root / "results" / "results.json"
+    try:
+        config = load_config(config_path)
+        hidden = (load_hidden_file(config_path.parent / config.hidden) if config.hidden
+                  else None)
+        if config.lab not in LAB_FILES:
+            raise UnknownLabError(f"unknown lab {config.lab!r}")
+        path = find_submission(root / "submission", LAB_FILES[config.lab])
+        limits = Limits(timeout_s=config.timeout_s, memory_bytes=config.memory_mib * 1024**2)
+        report = check_submission(path, lab=config.lab, options=CheckOptions(
+            device="auto", lang=config.lang, limits=limits, hidden=hidden))
+        data = results_json(report, lang=config.lang, hidden_visibility=config.hidden_visibility)
+    except SubmissionError as exc:
+        data = failure_results(f"Your submission could not be graded: {exc}")
+    except (GradescopeError, HiddenFileError, UsageError, UnknownLabError) as exc:
+        data = failure_results(f"The autograder is misconfigured; please tell your instructor. "
+                               f"({exc})")
+    except Exception as exc:  # the grader's own failure: still a result, with the reason
+        data = failure_results("The autograder hit an internal error; please tell your "
+                               f"instructor. ({type(exc).__name__}: {exc})")
+    write_atomically(results, json.dumps(data, indent=2) + "\n")
+    return results

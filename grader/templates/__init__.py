@@ -1,0 +1,1 @@
+"""Files the platform integrations install: scripts and workflow templates."""

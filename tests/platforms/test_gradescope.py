@@ -1,0 +1,145 @@
+"""Gradescope: the built zip, run as Gradescope runs it, against a fake /autograder root.
+
+`run_autograder` is executed with bash, with AUTOGRADER_ROOT pointing at a temporary folder and
+INPLACE_GRADER_PYTHON at this interpreter (where the grader is installed), and every
+results.json is validated against the JSON Schema of Gradescope's documented fields.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import ROOT, SOLUTION
+
+SCHEMA = json.loads((Path(__file__).with_name("gradescope_results.schema.json")).read_text())
+HIDDEN = ROOT / "examples" / "optim" / "hidden.toml"
+KNOWN = ROOT / "tests" / "submissions" / "optim"
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
+                          text=True, timeout=300, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("build") / "autograder.zip"
+    result = cli("gradescope", "build", "--lab", "optim", "--hidden", str(HIDDEN),
+                 "--timeout", "5", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def run_autograder(autograder: Path, root: Path, files: dict[str, str],
+                   python: str = sys.executable) -> dict:
+    """Lay out /autograder as Gradescope does, run run_autograder, return results.json."""
+    with zipfile.ZipFile(autograder) as archive:
+        archive.extractall(root / "source")
+    (root / "submission").mkdir(parents=True)
+    for name, text in files.items():
+        (root / "submission" / name).write_text(text)
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "INPLACE_GRADER_PYTHON": python}
+    run = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(results, SCHEMA)
+    return results
+
+
+def test_the_zip_has_gradescopes_layout(autograder: Path) -> None:
+    with zipfile.ZipFile(autograder) as archive:
+        names = set(archive.namelist())
+        modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in archive.infolist()}
+        config = archive.read("inplace-grader.toml").decode()
+        setup = archive.read("setup.sh").decode()
+    assert {"setup.sh", "run_autograder", "inplace-grader.toml", "hidden.toml",
+            "inplace-grader/pyproject.toml", "inplace-grader/grader/__init__.py",
+            "inplace-grader/grader/labs/optim/rubric.toml",
+            "inplace-grader/grader/locales/en.toml"} <= names
+    assert modes["setup.sh"] == modes["run_autograder"] == 0o755
+    assert not [n for n in names if "__pycache__" in n or n.startswith("solutions/")]
+    assert 'lab = "optim"' in config and 'hidden = "hidden.toml"' in config
+    assert 'torch==2.' in setup and "download.pytorch.org/whl/cpu" in setup
+    for script in ("setup.sh", "run_autograder"):
+        text = zipfile.ZipFile(autograder).read(script)
+        check = subprocess.run(["bash", "-n"], input=text, capture_output=True)
+        assert check.returncode == 0, check.stderr
+
+
+def test_a_correct_submission_gets_every_point(autograder: Path, tmp_path: Path) -> None:
+    results = run_autograder(autograder, tmp_path, {"optimizer.py": SOLUTION.read_text()})
+    assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
+    assert all(t["status"] == "passed" and t["output"] == "" for t in results["tests"])
+    hidden = [t for t in results["tests"] if t["visibility"] == "after_published"]
+    assert hidden and all("hidden case" in t["name"] or "small gradients" in t["name"]
+                          for t in hidden)
+    assert "optim: " in results["output"]
+
+
+def test_a_buggy_submission_is_explained(autograder: Path, tmp_path: Path) -> None:
+    source = (KNOWN / "sgd_step_data_assign.py").read_text()
+    results = run_autograder(autograder, tmp_path, {"my_optimizer.py": source})
+    failed = [t for t in results["tests"] if t["status"] == "failed"]
+    assert failed and all(t["score"] == 0 and t["output"] for t in failed)
+    assert {t["tags"][0] for t in failed} == {"sgd_step"}
+    assert "expected:" in failed[0]["output"] and "hint:" in failed[0]["output"]
+    assert results["score"] == sum(t["score"] for t in results["tests"])
+
+
+def test_a_crash_at_import_scores_zero_with_the_reason(autograder: Path, tmp_path: Path) -> None:
+    results = run_autograder(autograder, tmp_path, {"optimizer.py": "import os\nos._exit(3)\n"})
+    assert results["score"] == 0
+    assert results["tests"] and all(t["status"] == "failed" for t in results["tests"])
+    assert any("exit" in t["output"].lower() for t in results["tests"])
+
+
+def test_a_timeout_costs_that_function_and_is_said(autograder: Path, tmp_path: Path) -> None:
+    source = SOLUTION.read_text().replace(
+        "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n",
+        "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n"
+        "    while True:\n        pass\n", 1)
+    assert "while True" in source
+    results = run_autograder(autograder, tmp_path, {"optimizer.py": source})
+    runtime = [t for t in results["tests"] if t["tags"] == ["sgd_step", "runtime"]]
+    assert len(runtime) == 1 and "5 s" in runtime[0]["output"]
+    assert 0 < results["score"] < sum(t["max_score"] for t in results["tests"])
+
+
+@pytest.mark.parametrize(("files", "message"), [
+    ({}, "no optimizer.py in your submission"),
+    ({"a.py": "x = 1\n", "b.py": "y = 2\n"}, "several files were uploaded (a.py, b.py)"),
+])
+def test_a_wrong_upload_still_writes_results(autograder: Path, tmp_path: Path,
+                                            files: dict[str, str], message: str) -> None:
+    results = run_autograder(autograder, tmp_path, files)
+    assert results["score"] == 0 and results["tests"] == []
+    assert message in results["output"]
+
+
+def test_results_are_written_even_when_the_grader_cannot_start(autograder: Path,
+                                                               tmp_path: Path) -> None:
+    results = run_autograder(autograder, tmp_path, {"optimizer.py": SOLUTION.read_text()},
+                             python="/bin/false")
+    assert results["score"] == 0 and "could not start (exit 1)" in results["output"]
+
+
+def test_build_refuses_a_broken_hidden_file_and_an_existing_zip(tmp_path: Path) -> None:
+    bad = tmp_path / "hidden.toml"
+    bad.write_text('lab = "optim"\n[[case]]\nfunction = "SGD"\nlike = "nope"\nname = "x"\n')
+    result = cli("gradescope", "build", "--lab", "optim", "--hidden", str(bad),
+                 "-o", str(tmp_path / "a.zip"))
+    assert result.returncode == 2 and "has no case 'nope'" in result.stderr
+    assert not (tmp_path / "a.zip").exists()
+    (tmp_path / "b.zip").write_text("keep me")
+    result = cli("gradescope", "build", "--lab", "optim", "-o", str(tmp_path / "b.zip"))
+    assert result.returncode == 2 and "--force" in result.stderr
+    assert (tmp_path / "b.zip").read_text() == "keep me"
