@@ -57,6 +57,24 @@ def _load_hidden(path: Path | None):  # -> HiddenFile | None
     return None
 
 
+def _exported(report, output_format: str, lang: str) -> str:  # report: grader.models.Report
+    """One report in a platform's format, exactly as that platform's file holds it."""
+    import json
+    import os
+
+    if output_format == "junit":
+        from grader.exporters.junit import junit_xml
+
+        return junit_xml([report], lang=lang)
+    if output_format == "gradescope":
+        from grader.exporters.gradescope import results_json
+
+        return json.dumps(results_json(report, lang=lang), indent=2) + "\n"
+    from grader.exporters.classroom50 import result_json
+
+    return json.dumps(result_json(report, env=os.environ), indent=2) + "\n"
+
+
 def grading_options(command: Callable[..., None]) -> Callable[..., None]:
     """The options `check` and `grade` share: device, language, limits, rubric, hidden."""
     options = [
@@ -88,7 +106,9 @@ def main() -> None:
 @main.command()
 @click.argument("submission", type=click.Path(path_type=Path))
 @click.option("--lab", help="Lab name (default: inferred from the file name).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+@click.option("--format", "output_format",
+              type=click.Choice(["text", "json", "junit", "gradescope", "classroom50"]),
+              default="text",
               show_default=True)
 @grading_options
 @click.option("--debug", is_flag=True, help="Show tracebacks and the submission's output.")
@@ -120,6 +140,8 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
         sys.exit(EXIT_INTERNAL)
     if output_format == "json":
         click.echo(report.model_dump_json(indent=2))
+    elif output_format != "text":
+        click.echo(_exported(report, output_format, lang), nl=False)
     else:
         render_text(report, Console(highlight=False), lang=lang, debug=debug)
     sys.exit(report.return_code)
@@ -305,3 +327,62 @@ def gradescope_run(root: Path, config_path: Path) -> None:
     from grader.platforms.gradescope import run
 
     click.echo(f"wrote {run(root, config_path)}")
+
+
+@main.group()
+def classroom50() -> None:
+    """Classroom 50: prepare an assignment's autograder; `run` is what it calls."""
+
+
+@classroom50.command("init")
+@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False),
+              required=True, help="CLASSROOM/autograders/ASSIGNMENT in the course repository.")
+@click.option("--torch", "torch_version", default=None,
+              help="torch version to install (default: the one installed here).")
+@click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
+              default=Path("."), show_default=True, help="The inplace-grader checkout.")
+@click.option("--force", is_flag=True, help="Overwrite an existing autograder.py.")
+def classroom50_init(lab: str, out: Path, torch_version: str | None, project: Path,
+                     force: bool) -> None:
+    """Write autograder.py and the grader's wheel for a Classroom 50 assignment."""
+    from grader.labs import UnknownLabError, check_lab_name
+    from grader.platforms.classroom50 import Classroom50Error, init
+
+    if (out / "autograder.py").exists() and not force:
+        _usage_error(f"{out / 'autograder.py'} exists; pass --force to overwrite it")
+    try:
+        check_lab_name(lab)
+        if torch_version is None:
+            from importlib.metadata import version
+
+            torch_version = version("torch").split("+")[0]
+        written = init(lab=lab, out=out, project=project, torch_version=torch_version)
+    except (UnknownLabError, Classroom50Error) as exc:
+        _usage_error(str(exc))
+    for path in written:
+        click.echo(f"wrote {path}")
+
+
+@classroom50.command("run")
+@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("--checkout", type=click.Path(path_type=Path, file_okay=False),
+              default=Path("."), show_default=True, help="The student's repository.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+              show_default=True, help="Wall-time limit per function's checks, seconds.")
+@click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True)
+def classroom50_run(lab: str, checkout: Path, timeout: float, lang: str) -> None:
+    """Grade the checkout into result.json and release-body.md (always written)."""
+    import os
+
+    from grader.labs import UnknownLabError, check_lab_name
+    from grader.models import Limits
+    from grader.platforms.classroom50 import run
+
+    try:
+        check_lab_name(lab)
+    except UnknownLabError as exc:
+        _usage_error(str(exc))
+    report = run(checkout, lab=lab, env=os.environ, lang=lang, limits=Limits(timeout_s=timeout))
+    click.echo(f"{report.lab}: {report.score:g} / {report.max_score:g}; wrote "
+               f"{checkout / 'result.json'}")

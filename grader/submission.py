@@ -62,3 +62,21 @@ def load_submission(path: Path, *, filename: str, own_folder: bool = True) -> Su
     except (OSError, UnicodeDecodeError) as exc:
         raise SubmissionError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from exc
     return Submission(path, source, search_path)
+
+
+def find_upload(folder: Path, filename: str) -> Path:
+    """The student's file in an upload folder (Gradescope, a repository checkout): the lab's
+    file or notebook, else the only .py or .ipynb there."""
+    for candidate in (folder / filename, folder / filename.replace(".py", ".ipynb")):
+        if candidate.is_file():
+            return candidate
+    uploaded = sorted(p for p in folder.glob("*") if p.suffix in (".py", ".ipynb")
+                      and p.is_file() and not p.name.startswith("."))
+    if len(uploaded) == 1:
+        return uploaded[0]
+    if not uploaded:
+        raise SubmissionError(f"no {filename} in your submission: upload your {filename} "
+                              "(or the notebook)")
+    names = ", ".join(p.name for p in uploaded)
+    raise SubmissionError(f"several files were uploaded ({names}) and none is named "
+                          f"{filename}: upload only your {filename}")

@@ -100,25 +100,6 @@ def load_config(path: Path) -> GradescopeConfig:
         raise GradescopeError(f"{path}: not a valid autograder configuration ({exc})") from exc
 
 
-def find_submission(folder: Path, filename: str) -> Path:
-    """The student's file: the lab's file or notebook, else the only .py or .ipynb uploaded."""
-    from grader.submission import SubmissionError
-
-    for candidate in (folder / filename, folder / filename.replace(".py", ".ipynb")):
-        if candidate.is_file():
-            return candidate
-    uploaded = sorted(p for p in folder.glob("*") if p.suffix in (".py", ".ipynb")
-                      and p.is_file() and not p.name.startswith("."))
-    if len(uploaded) == 1:
-        return uploaded[0]
-    if not uploaded:
-        raise SubmissionError(f"no {filename} in your submission: upload your {filename} "
-                              "(or the notebook)")
-    names = ", ".join(p.name for p in uploaded)
-    raise SubmissionError(f"several files were uploaded ({names}) and none is named "
-                          f"{filename}: upload only your {filename}")
-
-
 def run(root: Path, config_path: Path) -> Path:
     """Grade `root/submission` into `root/results/results.json`; never raises for the
     submission's or the configuration's sake."""
@@ -126,7 +107,7 @@ def run(root: Path, config_path: Path) -> Path:
     from grader.engine import CheckOptions, UsageError, check_submission
     from grader.hidden import HiddenFileError, load_hidden_file
     from grader.labs import LAB_FILES, UnknownLabError
-    from grader.submission import SubmissionError
+    from grader.submission import SubmissionError, find_upload
 
     results = root / "results" / "results.json"
     try:
@@ -135,7 +116,7 @@ def run(root: Path, config_path: Path) -> Path:
                   else None)
         if config.lab not in LAB_FILES:
             raise UnknownLabError(f"unknown lab {config.lab!r}")
-        path = find_submission(root / "submission", LAB_FILES[config.lab])
+        path = find_upload(root / "submission", LAB_FILES[config.lab])
         limits = Limits(timeout_s=config.timeout_s, memory_bytes=config.memory_mib * 1024**2)
         report = check_submission(path, lab=config.lab, options=CheckOptions(
             device="auto", lang=config.lang, limits=limits, hidden=hidden))

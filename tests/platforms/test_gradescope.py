@@ -143,3 +143,11 @@ def test_build_refuses_a_broken_hidden_file_and_an_existing_zip(tmp_path: Path) 
     result = cli("gradescope", "build", "--lab", "optim", "-o", str(tmp_path / "b.zip"))
     assert result.returncode == 2 and "--force" in result.stderr
     assert (tmp_path / "b.zip").read_text() == "keep me"
+
+
+def test_check_prints_gradescope_results_for_one_submission() -> None:
+    result = cli("check", str(SOLUTION), "--format", "gradescope", "--device", "cpu")
+    assert result.returncode == 0, result.stderr
+    results = json.loads(result.stdout)
+    jsonschema.validate(results, SCHEMA)
+    assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0

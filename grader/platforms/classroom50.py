@@ -1,0 +1,75 @@
+"""Classroom 50: grade a student's checkout, and prepare a course's autograder bundle.
+
+Classroom 50's runner calls `python autograder.py` in the student's checkout with the
+submission's identity in the environment, and reads `./result.json`; `./release-body.md`, when
+present, is the text of the submission's Release, which the student reads. `run` always writes
+both, also when the checkout holds nothing gradable.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+
+from grader.exporters.classroom50 import result_json
+from grader.exporters.text import feedback_text
+from grader.models import Limits, Report
+
+RESULT = "result.json"
+RELEASE_BODY = "release-body.md"
+RELEASE_LIMIT = 2000  # the runner truncates the Release body here
+
+
+class Classroom50Error(ValueError):
+    """An instructor mistake while preparing the bundle: one line."""
+
+
+def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
+        limits: Limits | None = None) -> Report:
+    """Grade the checkout into result.json and release-body.md; never raises for the
+    submission's sake."""
+    from grader.batch import write_atomically
+    from grader.engine import CheckOptions, check_submission, error_report
+    from grader.labs import LAB_FILES
+    from grader.submission import SubmissionError, find_upload
+
+    options = CheckOptions(device="auto", lang=lang, limits=limits or Limits())
+    try:
+        path = find_upload(checkout, LAB_FILES[lab])
+        report = check_submission(path, lab=lab, options=options)
+    except SubmissionError as exc:
+        report = error_report(lab=lab, submission=str(checkout), error=str(exc), options=options)
+    except Exception as exc:  # the grader's own failure: still a result, with the reason
+        report = error_report(lab=lab, submission=str(checkout), options=options,
+                              error=f"internal error of the grader ({type(exc).__name__}: {exc})")
+    write_atomically(checkout / RESULT, json.dumps(result_json(report, env=env), indent=2) + "\n")
+    body = feedback_text(report, lang=lang)
+    if len(body) > RELEASE_LIMIT:
+        body = body[:RELEASE_LIMIT - 40].rsplit("\n", 1)[0] + "\n...\n"
+    write_atomically(checkout / RELEASE_BODY, f"```\n{body}```\n")
+    return report
+
+
+def init(*, lab: str, out: Path, project: Path, torch_version: str) -> list[Path]:
+    """autograder.py and the grader's wheel, for CLASSROOM/autograders/ASSIGNMENT/."""
+    if not (project / "pyproject.toml").is_file():
+        raise Classroom50Error(f"{project}: not an inplace-grader checkout (no pyproject.toml); "
+                               "run from the project folder or pass --root")
+    out.mkdir(parents=True, exist_ok=True)
+    template = resources.files("grader.templates").joinpath("classroom50")
+    script = template.joinpath("autograder.py").read_text()
+    autograder = out / "autograder.py"
+    autograder.write_text(script.replace("@LAB@", lab).replace("@TORCH_VERSION@", torch_version))
+    for old in out.glob("inplace_grader-*.whl"):
+        old.unlink()
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                            "--no-build-isolation", "-q", "-w", str(out), str(project)],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        last = (built.stderr.strip().splitlines() or ["pip failed"])[-1]
+        raise Classroom50Error(f"could not build the grader's wheel: {last}")
+    return [autograder, *sorted(out.glob("inplace_grader-*.whl"))]

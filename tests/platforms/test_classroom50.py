@@ -1,0 +1,135 @@
+"""Classroom 50: the generated autograder.py run as the runner runs it (`python autograder.py`
+in the student's checkout, identity in the environment); result.json validated against the
+documented result schema, with the checks the runner makes itself (score <= max-score, sums)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from grader.exporters.classroom50 import points_scale, result_json
+from grader.models import CheckResult, Report
+from tests.conftest import ROOT, SOLUTION
+
+SCHEMA = json.loads(Path(__file__).with_name("classroom50_result.schema.json").read_text())
+KNOWN = ROOT / "tests" / "submissions" / "optim"
+ENV = {"CLASSROOM": "cs50ai", "ASSIGNMENT": "optim", "OWNER": "alice", "USERNAME": "alice",
+       "ASSIGNMENT_TYPE": "individual", "SUBMISSION_TAG": "submit/2026-11-30T12-00-00Z-abc1234",
+       "COMMIT_URL": "https://github.com/c/r/commit/abc1234",
+       "RELEASE_URL": "https://github.com/c/r/releases/tag/submit",
+       "REVIEW_URL": "https://github.com/c/r/compare/a...b"}
+
+
+def valid(result: dict) -> dict:
+    jsonschema.validate(result, SCHEMA)
+    assert 0 <= result["score"] <= result["max-score"]
+    assert result["score"] == sum(t["score"] for t in result["tests"])
+    assert result["max-score"] == sum(t["max-score"] for t in result["tests"])
+    return result
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bundle")
+    made = subprocess.run([sys.executable, "-m", "grader", "classroom50", "init", "--lab",
+                           "optim", "-o", str(out)], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert made.returncode == 0, made.stderr
+    return out
+
+
+def runner(bundle: Path, checkout: Path, files: dict[str, str], timeout: float = 60) -> dict:
+    """What Classroom 50's runner does: `python autograder.py` with cwd = the checkout."""
+    checkout.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (checkout / name).write_text(text)
+    env = {**os.environ, **ENV, "CLASSROOM50_BUNDLE_DIR": str(bundle)}
+    run = subprocess.run([sys.executable, str(bundle / "autograder.py")], cwd=checkout,
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    body = (checkout / "release-body.md").read_text()
+    assert body.startswith("```\n") and "optim: " in body
+    return valid(json.loads((checkout / "result.json").read_text()))
+
+
+def test_init_writes_the_autograder_and_the_wheel(bundle: Path) -> None:
+    assert (bundle / "autograder.py").is_file()
+    assert len(list(bundle.glob("inplace_grader-*.whl"))) == 1
+    text = (bundle / "autograder.py").read_text()
+    assert 'LAB = "optim"' in text and 'TORCH = "2.' in text
+    assert "@LAB@" not in text and "@TORCH_VERSION@" not in text
+
+
+def test_a_correct_checkout_gets_every_point(bundle: Path, tmp_path: Path) -> None:
+    result = runner(bundle, tmp_path / "repo", {"optimizer.py": SOLUTION.read_text()})
+    assert result["score"] == result["max-score"] > 0
+    assert result["owner"] == "alice" and result["submission"] == ENV["SUBMISSION_TAG"]
+    assert all(t["passed"] for t in result["tests"])
+
+
+def test_a_buggy_checkout_loses_the_right_points(bundle: Path, tmp_path: Path) -> None:
+    files = {"optimizer.py": (KNOWN / "sgd_step_data_assign.py").read_text(), "README.md": "x"}
+    result = runner(bundle, tmp_path / "repo", files)
+    failed = [t for t in result["tests"] if not t["passed"]]
+    assert failed and all(t["check"].startswith("sgd_step.") for t in failed)
+    assert all(t["message"] and t["score"] == 0 for t in failed)
+
+
+def test_a_crash_and_an_empty_checkout_still_give_a_result(bundle: Path, tmp_path: Path) -> None:
+    crashed = runner(bundle, tmp_path / "crash", {"optimizer.py": "raise SystemExit(4)\n"})
+    assert crashed["score"] == 0 and crashed["max-score"] > 0
+    empty = runner(bundle, tmp_path / "empty", {"notes.txt": "no code"})
+    assert empty["score"] == 0 and empty["max-score"] == crashed["max-score"]
+    assert "no optimizer.py in your submission" in empty["tests"][0]["message"]
+
+
+def test_a_timeout_is_a_failed_runtime_test(tmp_path: Path) -> None:
+    source = SOLUTION.read_text().replace(
+        "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n",
+        "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n"
+        "    while True:\n        pass\n", 1)
+    (tmp_path / "optimizer.py").write_text(source)
+    run = subprocess.run([sys.executable, "-m", "grader", "classroom50", "run", "--lab", "optim",
+                          "--timeout", "3", "--checkout", str(tmp_path)], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, **ENV})
+    assert run.returncode == 0, run.stderr
+    result = valid(json.loads((tmp_path / "result.json").read_text()))
+    runtime = [t for t in result["tests"] if t["check"] == "sgd_step.runtime"]
+    assert len(runtime) == 1 and not runtime[0]["passed"] and "3 s" in runtime[0]["message"]
+
+
+def test_fractional_points_are_scaled_to_whole_numbers() -> None:
+    def check(score: float, max_score: float) -> CheckResult:
+        return CheckResult(id="f.c", name="c", function="f", kind="numerics", device="cpu",
+                           status="passed" if score == max_score else "failed",
+                           passed=score == max_score, score=score, max_score=max_score)
+
+    checks = [check(0.5, 0.5), check(0, 1.25), check(2, 2)]
+    assert points_scale(checks) == 4
+    report = Report(lab="optim", score=2.5, max_score=3.75, checks=checks,
+                    grader_version="0", torch_version="0", elapsed_s=0)
+    result = valid(result_json(report, env=ENV))
+    assert (result["score"], result["max-score"]) == (10, 15)
+    assert all(t["points-scale"] == 4 for t in result["tests"])
+
+
+def test_a_local_run_without_the_runners_environment_still_validates() -> None:
+    report = Report(lab="optim", score=0, max_score=5, checks=[], error="empty",
+                    grader_version="0", torch_version="0", elapsed_s=0)
+    result = valid(result_json(report, env={}))
+    assert result["submission"] == "submit/local" and result["max-score"] == 5
+
+
+def test_check_prints_a_classroom50_result() -> None:
+    run = subprocess.run([sys.executable, "-m", "grader", "check", str(SOLUTION), "--format",
+                          "classroom50", "--device", "cpu"], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, **ENV})
+    assert run.returncode == 0, run.stderr
+    result = valid(json.loads(run.stdout))
+    assert result["score"] == result["max-score"] > 0
