@@ -213,6 +213,66 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
                   f"{result.elapsed_s:.1f} s ({rate:.1f}/s); gradebook: {out / 'gradebook.csv'}")
 
 
+@main.command()
+@click.argument("grades_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--to", "target", required=True, type=click.Choice(["canvas", "moodle"]),
+              help="The LMS whose gradebook import reads the file.")
+@click.option("--assignment", help="Assignment name in the LMS (default: the lab name).")
+@click.option("--assignment-id", help="Canvas only: the assignment's number (from its "
+              "address); without it Canvas matches the name or creates an assignment.")
+@click.option("--roster", "roster_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="CSV mapping each student to their LMS ids (see docs/gradebooks.md).")
+@click.option("--percent", is_flag=True, help="Export 100 x score / max (out of 100).")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="The CSV file to write (default: GRADES_DIR/canvas.csv or moodle.csv).")
+@click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
+def export(grades_dir: Path, target: str, assignment: str | None, assignment_id: str | None,
+           roster_path: Path | None, percent: bool, output: Path | None, force: bool) -> None:
+    """Write a gradebook CSV for Canvas or Moodle from GRADES_DIR, the --out folder of
+    `grade`. Students who could not be graded are left out (their LMS grade stays)."""
+    from grader.batch import REPORTS, iter_reports, write_atomically
+    from grader.exporters.lms_csv import ExportError, canvas_csv, moodle_csv, visible_standing
+    from grader.roster import RosterError, read_roster
+
+    if not (grades_dir / REPORTS).is_dir():
+        _usage_error(f"{grades_dir}: no {REPORTS}/ folder; pass the --out folder of "
+                     "`inplace-grader grade`")
+    if assignment_id is not None and target != "canvas":
+        _usage_error("--assignment-id is for Canvas; in Moodle, map the grade column to the "
+                     "grade item on the import page")
+    output = output or grades_dir / f"{target}.csv"
+    if output.exists() and not force:
+        _usage_error(f"{output} exists; pass --force to overwrite it, or -o FILE")
+    try:
+        roster = read_roster(roster_path) if roster_path is not None else None
+    except RosterError as exc:
+        _usage_error(str(exc))
+    labs: set[str] = set()
+    standings = []
+    for report in iter_reports(grades_dir):  # one report at a time: memory stays flat
+        labs.add(report.lab)
+        standings.append(visible_standing(report))
+    if not standings:
+        _usage_error(f"{grades_dir / REPORTS}: no reports; run `inplace-grader grade "
+                     f"SUBMISSIONS --lab LAB --out {grades_dir}` first")
+    if len(labs) > 1:
+        _usage_error(f"{grades_dir}: reports of several labs ({', '.join(sorted(labs))}); "
+                     "grade each lab into its own --out folder")
+    name = assignment or next(iter(labs))
+    try:
+        if target == "canvas":
+            result = canvas_csv(standings, assignment=name, assignment_id=assignment_id,
+                                roster=roster, percent=percent)
+        else:
+            result = moodle_csv(standings, assignment=name, roster=roster, percent=percent)
+    except ExportError as exc:
+        _usage_error(str(exc))
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    write_atomically(output, result.text)
+    click.echo(f"wrote {output}: {result.rows} students, {len(result.warnings)} warnings")
+
+
 @main.command("checks")
 @click.option("--lab", required=True)
 @click.option("--cases", "show_cases", is_flag=True,

@@ -12,11 +12,19 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from grader.sandbox import tamper
-from grader.sandbox.limits import apply_rlimits, drop_privileges, isolate_network
+from grader.sandbox.limits import (
+    SYSTEM_READABLE,
+    apply_rlimits,
+    drop_privileges,
+    isolate_network,
+    python_paths,
+    restrict_filesystem,
+)
 from grader.sandbox.protocol import Job
 
 SUBMISSION_MODULE = "submission"
@@ -129,6 +137,11 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
         os.chdir(job.scratch_path)  # the student's working folder, writable after the drop
     if job.run_as is not None:
         limits += drop_privileges(job.run_as)
+    own = [Path(job.submission_path).parent] + ([Path(job.search_path)] if job.search_path else [])
+    scratch = [Path(job.scratch_path)] if job.scratch_path else []
+    if restrict_filesystem(readable=[Path(p) for p in SYSTEM_READABLE] + python_paths() + own,
+                           writable=scratch, devices=cuda):
+        limits.append("file system view")
     header = {"nonce": job.nonce, "limits": limits}
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file

@@ -115,3 +115,47 @@ def drop_privileges(uid: int) -> list[str]:
         resource.setrlimit(resource.RLIMIT_NPROC, (CHILD_PROCESSES, CHILD_PROCESSES))
         applied.append("process count limit")
     return applied
+
+
+# What a child may read besides the Python installation, its submission and its scratch folder
+# (Landlock: everything else, such as solutions/, hidden cases and other students' files, is
+# refused by the kernel, root included).
+SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/bin", "/proc", "/sys/devices/system/cpu",
+                   "/dev/null", "/dev/zero", "/dev/urandom", "/etc/ld.so.cache",
+                   "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf")
+
+
+def python_paths() -> list[Path]:
+    """The interpreter's own folders, the installed packages and this grader package."""
+    import site
+
+    import grader
+
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages(),
+               str(Path(grader.__file__).resolve().parent), torch_dir()}
+    return sorted(Path(f) for f in folders)
+
+
+def restrict_filesystem(*, readable: list[Path], writable: list[Path], devices: bool) -> bool:
+    """Landlock: from here on this process (and what it starts) may only read `readable` and
+    write `writable`; files opened before (the results, the log) stay usable. `devices` keeps
+    /dev open for the CUDA driver. False where the kernel or the package does not support it."""
+    try:
+        import landlock
+        from landlock import FSAccess
+
+        if landlock.landlock_abi_version() < 1:
+            return False
+        ruleset = landlock.Ruleset()
+        read = FSAccess.READ_FILE | FSAccess.READ_DIR | FSAccess.EXECUTE
+        grants = [(path, read) for path in readable]
+        grants += [(path, FSAccess.all()) for path in writable]
+        if devices:
+            grants.append((Path("/dev"), FSAccess.all()))
+        for path, rights in grants:
+            with contextlib.suppress(OSError):  # absent, or out of this uid's reach anyway
+                ruleset.allow(path, rules=rights if path.is_dir() else rights & FSAccess.all_file())
+        ruleset.apply()
+    except Exception:  # an old kernel, no package, a refused rule: this layer is absent
+        return False
+    return True

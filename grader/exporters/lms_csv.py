@@ -1,0 +1,235 @@
+"""Gradebook CSV files that Canvas and Moodle import: one assignment, one row per student.
+
+Pure functions of the class's standings (and an optional roster); nothing is read or written
+here. What each LMS does with the file decides what goes in it:
+
+- Canvas (app/models/gradebook_importer.rb and the upload's review page): the header must start
+  `Student, ID` and end its student columns with `Section`; students are matched by ID, then
+  SIS User ID, then SIS Login ID, then name; a column titled `Title (id)` updates assignment
+  `id`, any other title updates the assignment of that exact title or creates one; a
+  `Points Possible` row gives its points; columns whose title contains `Final Grade`,
+  `Current Score`, ... are silently dropped.
+- Moodle (grade/import/csv/classes/load_data.php): one column identifies the user (email,
+  username or ID number); an unknown user or a grade that is not a number aborts the whole
+  import, and so does a grade above 100 unless the site allows unlimited grades.
+
+In both, an empty grade cell is a change: Canvas lists it as a removed score and Moodle clears
+the grade. So a student who could not be graded, or who has no report, is left out of the file
+(with a warning): a row that is not a grade never overwrites one in the LMS.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from grader.models import Report
+from grader.roster import Roster, RosterEntry
+from grader.summary import Standing, standing
+
+CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+# Canvas drops every column whose title contains one of these (an unanchored, case-sensitive
+# regex), and Unposted, which starts the titles of the totals Canvas exports for unposted scores.
+CANVAS_IGNORED_TITLES = ("Current Score", "Current Points", "Current Grade", "Final Score",
+                         "Final Points", "Final Grade", "Override Score", "Override Grade",
+                         "Override Status", "Unposted")
+CANVAS_ID_COLUMNS = frozenset({"canvas_id", "sis_user_id", "sis_login_id"})
+MOODLE_IDENTIFIERS = {"email": "Email address", "username": "Username",
+                      "idnumber": "ID number"}  # roster column -> header (useremail, ...)
+MOODLE_FEEDBACK = "Feedback"
+MOODLE_TIME_EXPORTED = "Last downloaded from this course"  # never written: see the docs
+MOODLE_MAX_GRADE = 100.0  # above it Moodle aborts the import unless grades are unlimited
+FAILED_NAMED = 3  # failed checks named in Moodle feedback
+
+
+class ExportError(ValueError):
+    """An export that cannot be made as asked (one line, with what to do instead)."""
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    text: str  # the CSV file
+    rows: int  # students in it
+    warnings: list[str] = field(default_factory=list)  # one line each, by student
+
+
+@dataclass(frozen=True)
+class _Row:
+    standing: Standing
+    entry: RosterEntry | None
+
+
+def visible_standing(report: Report) -> Standing:
+    """The report's standing whose failed checks leave out hidden ones: an LMS shows its
+    feedback to the student, and hidden checks stay unnamed (the score counts them)."""
+    hidden = {check.id for check in report.checks if check.hidden}
+    whole = standing(report)
+    return replace(whole, failed={check_id: name for check_id, name in whole.failed.items()
+                                  if check_id not in hidden})
+
+
+def number(value: float) -> str:
+    """A score as an LMS reads it: at most 2 decimals, no trailing zeros (84, 61.5, 72.62)."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _grade(student: Standing, *, percent: bool) -> float:
+    return round(student.percent, 2) if percent else student.score
+
+
+def _rows(standings: Iterable[Standing], roster: Roster | None,
+          warnings: list[str]) -> list[_Row]:
+    """The students that get a row: graded, and in the roster when there is one."""
+    by_student: dict[str, Standing] = {}
+    for student in standings:
+        if student.student in by_student:
+            warnings.append(f"{student.student}: two reports; the first is exported")
+            continue
+        by_student[student.student] = student
+    if roster is not None:
+        for name in sorted(set(by_student) - {e.student for e in roster.entries}):
+            warnings.append(f"{name}: has a report, but is not in the roster {roster.source}: "
+                            "left out (add a roster row to export it)")
+        for entry in roster.entries:
+            if entry.student not in by_student:
+                warnings.append(f"{entry.student}: in the roster, but no report: left out "
+                                "(their grade in the LMS is unchanged)")
+        candidates = [_Row(by_student[e.student], e) for e in roster.entries
+                      if e.student in by_student]
+    else:
+        candidates = [_Row(by_student[name], None) for name in sorted(by_student)]
+    rows = []
+    for row in candidates:
+        if row.standing.error:
+            warnings.append(f"{row.standing.student}: not graded ({row.standing.error}): left "
+                            "out (their grade in the LMS is unchanged)")
+        else:
+            rows.append(row)
+    return rows
+
+
+def _points_possible(rows: list[_Row], warnings: list[str]) -> float:
+    """The assignment's points: what most graded students could earn."""
+    counts = Counter(row.standing.max_score for row in rows)
+    if not counts:
+        return 0.0
+    possible = max(counts, key=lambda value: (counts[value], value))
+    for row in rows:
+        if row.standing.max_score != possible:
+            warnings.append(f"{row.standing.student}: graded out of "
+                            f"{number(row.standing.max_score)} points, not {number(possible)}; "
+                            "export percentages to compare them (--percent)")
+    return possible
+
+
+def canvas_csv(standings: Iterable[Standing], *, assignment: str,
+               assignment_id: str | None = None, roster: Roster | None = None,
+               percent: bool = False) -> ExportResult:
+    """A file for Canvas's Grades > Import. Without a roster our student id is the SIS Login
+    ID (and the name); with one, the roster's ids. With `assignment_id` the column updates
+    that assignment; without it, the one titled `assignment`, or a new one."""
+    title = assignment.strip()
+    if not title:
+        raise ExportError("the assignment title is empty; pass --assignment NAME")
+    ignored = [word for word in CANVAS_IGNORED_TITLES if word in title]
+    if ignored:
+        raise ExportError(f"assignment title {title!r} contains {ignored[0]!r}: Canvas "
+                          "silently drops such columns on import; choose another title")
+    if assignment_id is not None and not assignment_id.strip().isdigit():
+        raise ExportError(f"assignment id {assignment_id!r} is not a number; use the number "
+                          "at the end of the assignment's address (.../assignments/1234)")
+    header = f"{title} ({assignment_id.strip()})" if assignment_id is not None else title
+
+    warnings: list[str] = []
+    roster_has_ids = roster is not None and bool(roster.columns & CANVAS_ID_COLUMNS)
+    if roster is not None and not roster_has_ids:
+        warnings.append(f"{roster.source} has no canvas_id, sis_user_id or sis_login_id "
+                        "column: Canvas will match students by name only")
+    rows = _rows(standings, roster, warnings)
+    possible = 100.0 if percent else _points_possible(rows, warnings)
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([*CANVAS_STUDENT_COLUMNS, header])
+    writer.writerow(["Points Possible", "", "", "", "", number(possible)])
+    for row in rows:
+        student, entry = row.standing, row.entry
+        if entry is None:
+            identity = [student.student, "", "", student.student, ""]
+        else:
+            if roster_has_ids and not (entry.canvas_id or entry.sis_user_id
+                                       or entry.sis_login_id):
+                warnings.append(f"{student.student}: no canvas_id, sis_user_id or "
+                                f"sis_login_id in the roster (line {entry.line}): Canvas "
+                                "will match them by name only")
+            identity = [entry.name or student.student, entry.canvas_id, entry.sis_user_id,
+                        entry.sis_login_id, entry.section]
+        writer.writerow([*identity, number(_grade(student, percent=percent))])
+    return ExportResult(text=buffer.getvalue(), rows=len(rows), warnings=warnings)
+
+
+def moodle_feedback(student: Standing) -> str:
+    """One line for the student: points, and the first failed checks by name."""
+    line = f"{number(student.score)}/{number(student.max_score)} points"
+    names = list(dict.fromkeys(student.failed.values()))  # in report order, each once
+    if names:
+        more = len(names) - FAILED_NAMED
+        line += "; failed: " + ", ".join(names[:FAILED_NAMED])
+        line += f" (+{more} more)" if more > 0 else ""
+    return line
+
+
+def _moodle_identifier(roster: Roster | None) -> str:
+    """The roster column that identifies users: email, else username, else ID number."""
+    if roster is not None:
+        for column in MOODLE_IDENTIFIERS:
+            if roster.has_any(column):
+                return column
+    return "username"  # no roster (or no Moodle ids in it): our student id is the username
+
+
+def moodle_csv(standings: Iterable[Standing], *, assignment: str,
+               roster: Roster | None = None, percent: bool = False) -> ExportResult:
+    """A file for Moodle's Grade administration > Import > CSV file: the user column, the grade
+    column (named `assignment`) and `Feedback`. Users are identified by the roster's email,
+    else username, else ID number; without a roster our student id is the username."""
+    title = assignment.strip()
+    column = _moodle_identifier(roster)
+    reserved = (MOODLE_FEEDBACK, MOODLE_TIME_EXPORTED, MOODLE_IDENTIFIERS[column])
+    if not title:
+        raise ExportError("the assignment name is empty; pass --assignment NAME")
+    if title in reserved:
+        raise ExportError(f"assignment name {title!r} is also the name of another column of "
+                          "the file; choose another name")
+
+    warnings: list[str] = []
+    from_roster = roster is not None and roster.has_any(column)
+    if roster is not None and not from_roster:
+        warnings.append(f"{roster.source} has no email, username or idnumber values: the "
+                        "student ids are exported as Moodle usernames")
+    rows = _rows(standings, roster, warnings)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([MOODLE_IDENTIFIERS[column], title, MOODLE_FEEDBACK])
+    written = 0
+    highest = 0.0
+    for row in rows:
+        student, entry = row.standing, row.entry
+        user = getattr(entry, column) if from_roster and entry else student.student
+        if not user:  # Moodle would give this row's grade to the user of the row before it
+            where = f"in the roster (line {entry.line})" if entry is not None else "(no id)"
+            warnings.append(f"{student.student}: no {column} {where}: left out")
+            continue
+        grade = _grade(student, percent=percent)
+        highest = max(highest, grade)
+        writer.writerow([user, number(grade), moodle_feedback(student)])
+        written += 1
+    if highest > MOODLE_MAX_GRADE:
+        warnings.append(f"grades go up to {number(highest)}: Moodle aborts the import on a "
+                        f"grade above {number(MOODLE_MAX_GRADE)} unless the site allows "
+                        "unlimited grades; export percentages instead (--percent)")
+    return ExportResult(text=buffer.getvalue(), rows=written, warnings=warnings)
