@@ -273,6 +273,38 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     click.echo(f"wrote {output}: {result.rows} students, {len(result.warnings)} warnings")
 
 
+@main.group("nbgrader")
+def nbgrader_group() -> None:
+    """nbgrader: a lab's source notebook, with solution and autograded test cells."""
+
+
+@nbgrader_group.command("source")
+@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("--hidden", "hidden_path", type=click.Path(path_type=Path),
+              help="Hidden-cases file: its cases go between ### BEGIN/END HIDDEN TESTS.")
+@click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
+              default=Path("."), show_default=True, help="Project root holding solutions/.")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False),
+              required=True, help="COURSE/source/ASSIGNMENT: the notebook is written there.")
+@click.option("--force", is_flag=True, help="Overwrite an existing notebook.")
+def nbgrader_source(lab: str, hidden_path: Path | None, project: Path, out: Path,
+                    force: bool) -> None:
+    """Write the lab's nbgrader source notebook (<lab file>.ipynb) into OUT."""
+    from grader.engine import UsageError
+    from grader.labs import UnknownLabError
+    from grader.nbgrader import SourceNotebookError, write_source_notebook
+
+    if not (project / "solutions").is_dir():
+        _usage_error(f"{project}: no solutions/ folder here; pass --root PROJECT")
+    try:
+        target = write_source_notebook(lab, solutions_root=project / "solutions", out=out,
+                                       hidden=_load_hidden(hidden_path), force=force)
+    except (UnknownLabError, UsageError, SourceNotebookError) as exc:
+        _usage_error(str(exc))
+    click.echo(f"wrote {target}; next: `nbgrader generate_assignment {out.name}` in the course "
+               "folder")
+
+
 @main.command("checks")
 @click.option("--lab", required=True)
 @click.option("--cases", "show_cases", is_flag=True,

@@ -150,8 +150,8 @@ def error_report(*, lab: str, submission: str, error: str, options: CheckOptions
     plan = hidden_plan(lab_obj, options.hidden)
     possible = 0.0
     for function in lab_obj.functions:
-        per_device = _unit_points(lab_obj, function, rubric, plan, shared=False)
-        once = _unit_points(lab_obj, function, rubric, plan, shared=True) - per_device
+        per_device = unit_points(lab_obj, function, rubric, plan, shared=False)
+        once = unit_points(lab_obj, function, rubric, plan, shared=True) - per_device
         possible += per_device * len(devices) + once
     report = _report(lab, submission, [], time.monotonic())
     return report.model_copy(update={"max_score": float(possible), "error": error})
@@ -177,7 +177,7 @@ def _enabled(check: CheckSpec, rubric: Rubric) -> bool:
     return check.policy is None or rubric.policies.get(check.policy, True)
 
 
-def _unit_points(lab: Lab, function: str, rubric: Rubric, plan: HiddenPlan, *,
+def unit_points(lab: Lab, function: str, rubric: Rubric, plan: HiddenPlan, *,
                  shared: bool) -> float:
     """Points of one function on one device: its per-device checks and hidden cases, plus,
     with `shared`, its once-per-submission checks (api, policy)."""
@@ -229,16 +229,22 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
         ran = [(task, outcome, record) for task, (outcome, record) in zip(tasks, job.tasks,
                                                                           strict=True)
                if task.function == function]
-        for index, (task, outcome, record) in enumerate(ran):
-            problem = _problem(outcome.status, outcome.signal, outcome.exit_code, record,
-                               function, options.limits, submission)
+        problems = [
+            _problem(outcome.status, outcome.signal, outcome.exit_code, record, function,
+                     options.limits, submission) or (None if record is not None else
+                                                     fail("no_result", function=function))
+            for _, outcome, record in ran
+        ]
+        # When no task of the function gave observations, its api/policy points go with the
+        # first runtime result: every student keeps the same maximum score.
+        none_usable = all(problem is not None for problem in problems)
+        for index, ((task, _outcome, record), problem) in enumerate(zip(ran, problems,
+                                                                       strict=True)):
             if problem is not None or record is None:
-                problem = problem or fail("no_result", function=function)
-                # When no task of the function ran, its api/policy points go with it too.
-                no_task_ran = index == 0 and all(o.status != "ok" for _, o, _ in ran)
-                results.append(_runtime_result(lab, function, task.device, problem, rubric,
-                                               options.lang, job.log, plan,
-                                               include_shared=no_task_ran))
+                results.append(_runtime_result(lab, function, task.device,
+                                               problem or fail("no_result", function=function),
+                                               rubric, options.lang, job.log, plan,
+                                               include_shared=none_usable and index == 0))
                 continue
             observations = record["observations"]
             policy_calls += observations.get("policy_calls", [])
@@ -333,6 +339,9 @@ def _problem(status: str, signal_number: int | None, exit_code: int | None,
     if tampered:
         return fail("tampered", function=function, names=", ".join(tampered[:5]),
                     count=len(tampered))
+    subclasses = record.get("tensor_subclasses")
+    if subclasses:  # SPEC: exact tensor types; a subclass can lie about its values
+        return fail("tensor_subclass", function=function, types=", ".join(subclasses[:3]))
     error = record.get("import_error")
     if error is not None:
         return fail("import_error", debug=error.get("traceback", ""),
@@ -365,7 +374,7 @@ def _runtime_result(lab: Lab, function: str, device: str, problem: Finding, rubr
                     include_shared: bool) -> CheckResult:
     """One failed `runtime` check worth every point the unit's checks (hidden cases too)
     would have earned."""
-    points = _unit_points(lab, function, rubric, plan, shared=include_shared)
+    points = unit_points(lab, function, rubric, plan, shared=include_shared)
     wording = feedback.word(problem, lang)
     return CheckResult(
         id=f"{function}.runtime", name=feedback.check_name("runtime", lang, function=function),

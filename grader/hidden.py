@@ -85,14 +85,28 @@ def load_hidden_file(path: Path) -> HiddenFile:
                               f"({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise HiddenFileError(f"{path}: not valid TOML ({exc})") from exc
+    return _validated(data, source=str(path))
+
+
+def parse_hidden_text(text: str, *, source: str) -> HiddenFile:
+    """`load_hidden_file` for TOML text held elsewhere (an nbgrader test cell); `source` says
+    where, for messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise HiddenFileError(f"{source}: not valid TOML ({exc})") from exc
+    return _validated(data, source=source)
+
+
+def _validated(data: dict[str, Any], *, source: str) -> HiddenFile:
     try:
         hidden = HiddenFile.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise HiddenFileError(f"{path}: {where}: {first['msg']} "
+        raise HiddenFileError(f"{source}: {where}: {first['msg']} "
                               "(keys: lab, hide, release, [[case]])") from exc
-    hidden._source = str(path)
+    hidden._source = source
     return hidden
 
 

@@ -1,14 +1,19 @@
 """Reading a submission: a .py file, a folder holding the lab's file, or a notebook.
 
 Notebooks are read as data (their code cells joined), never executed here; IPython magics and
-shell escapes are commented out so the file stays valid Python.
+shell escapes are commented out so the file stays valid Python. The grader's own cells (nbgrader
+autograder test cells, cells that call `grader.notebook.grade_function`) are left out, so
+grading a notebook never runs `grade_function` inside the sandboxed submission.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class SubmissionError(ValueError):
@@ -31,14 +36,67 @@ def notebook_source(path: Path) -> str:
         notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
     except (json.JSONDecodeError, nbformat.reader.NotJSONError, UnicodeDecodeError) as exc:
         raise SubmissionError(f"{path}: not a readable notebook ({exc})") from exc
-    cells = []
-    for cell in notebook.cells:
-        if cell.cell_type != "code":
-            continue
-        lines = [f"# {line}" if line.lstrip().startswith(("%", "!")) else line
-                 for line in cell.source.splitlines()]
-        cells.append("\n".join(lines))
-    return "\n\n".join(cells) + "\n"
+    cells = [code_cell_source(cell.source) for cell in notebook.cells
+             if cell.cell_type == "code" and not _is_autograder_test(cell)]
+    return join_cells(cell for cell in cells if not is_grader_cell(cell))
+
+
+def code_cell_source(source: str) -> str:
+    """A code cell as Python: IPython magics and shell escapes commented out."""
+    return "\n".join(f"# {line}" if line.lstrip().startswith(("%", "!")) else line
+                     for line in source.splitlines())
+
+
+def _is_autograder_test(cell: Mapping[str, Any]) -> bool:
+    """An nbgrader autograder test cell: graded, not a student's answer."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def is_grader_cell(source: str) -> bool:
+    """A cell that imports `grader.notebook` or calls `grade_function`: the grader's, not the
+    student's code. A cell that does not parse is the student's (its error is reported)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(
+                alias.name.startswith("grader.notebook") for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (
+                node.module == "grader.notebook"
+                or (node.module == "grader" and any(a.name == "notebook" for a in node.names))):
+            return True
+        if isinstance(node, ast.Call) and "grade_function" in (
+                getattr(node.func, "id", None), getattr(node.func, "attr", None)):
+            return True
+    return False
+
+
+def join_cells(cells: Iterable[str]) -> str:
+    """Cells as one module, in order. IPython accepts `from __future__` in any cell; a module
+    only at its top, so those imports move there when code comes before them."""
+    source = "\n\n".join(cells) + "\n"
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source  # the syntax error is reported as the submission's
+    futures = [node for node in body
+               if isinstance(node, ast.ImportFrom) and node.module == "__future__"]
+    allowed = len(futures) + (1 if body and _is_docstring(body[0]) else 0)
+    if all(index < allowed for index, node in enumerate(body) if node in futures):
+        return source
+    lines = source.splitlines(keepends=True)
+    moved = ["".join(lines[node.lineno - 1:node.end_lineno]) for node in futures]
+    for node in reversed(futures):
+        del lines[node.lineno - 1:node.end_lineno]
+    return "".join(dict.fromkeys(moved)) + "".join(lines)
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str))
 
 
 def load_submission(path: Path, *, filename: str, own_folder: bool = True) -> Submission:

@@ -22,8 +22,23 @@ _clone = _TensorBase.clone
 _to = _TensorBase.to
 
 
+# Tensor subclasses seen by `state` in this child since `subclasses_seen(reset=True)`. A
+# subclass can answer clone/detach through __torch_function__ with values its memory does not
+# hold, so any such tensor fails the function (see engine._problem). Child-side only.
+_SUBCLASSES: set[str] = set()
+
+
+def subclasses_seen(*, reset: bool = False) -> list[str]:
+    seen = sorted(_SUBCLASSES)
+    if reset:
+        _SUBCLASSES.clear()
+    return seen
+
+
 def state(t: torch.Tensor) -> dict[str, Any]:
     """Pointer, version and autograd status of `t`."""
+    if type(t) is not torch.Tensor:
+        _SUBCLASSES.add(f"{type(t).__module__}.{type(t).__qualname__}")
     grad_fn = _grad_fn(t)
     return {
         "ptr": _data_ptr(t),

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from grader.checks import tensors
 from grader.sandbox import tamper
 from grader.sandbox.limits import (
     SYSTEM_READABLE,
@@ -159,11 +160,12 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     for index in range(first_task, len(job.tasks)):
         task = job.tasks[index]
         _progress(progress_fd, f"S {index}")
+        tensors.subclasses_seen(reset=True)
         observations = lab_probes.probe(module, task.function, device=task.device,
                                         cases=task.cases)
         changed = tamper.changes(clean)
-        _save({**header, "observations": observations, "tampered": changed},
-              results[task.result_path])
+        _save({**header, "observations": observations, "tampered": changed,
+               "tensor_subclasses": tensors.subclasses_seen()}, results[task.result_path])
         _progress(progress_fd, f"D {index}")
         if changed:
             return  # later tasks get a fresh child, with torch as it was

@@ -1,0 +1,168 @@
+"""Hostile submissions: each ends in its expected outcome within its limits, in `check` and in
+`grade`, with nothing left running and nothing outside the work folder changed.
+
+Each `tests/hostile/<name>.py` is one attack (with a correct `sgd_step`, so that "the rest of
+the lab is still graded" can be seen) and `<name>.toml` its expected outcome:
+
+    runtime = [...]   functions lost to a runtime check (timeout, exit, signal, tampering)
+    failed = [...]    functions with a failed check (the call raised, the grader went on)
+    graded = [...]    functions whose every check passed
+    said = "..."      text the failed checks of those functions show
+    score = "zero"    nothing could be graded
+    leftovers = "..." a command line that must not be running once grading ends
+    needs = "..."     the protection the expected outcome relies on (skipped where absent)
+
+Placeholders in the files (@ROOT@, @PORT@, @CANARY@, @OTHER@) are filled in by the test. Every
+attack is bounded: 40 forked processes at most, allocations refused by the memory limit.
+"""
+
+from __future__ import annotations
+
+import csv
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader.batch import BatchOptions, grade_class, load_reports
+from grader.engine import CheckOptions, check_submission
+from grader.models import Limits, Report
+from grader.sandbox import Sandbox
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
+LIMITS = Limits(timeout_s=3, memory_bytes=2 * 1024**3)
+OPTIONS = CheckOptions(device="cpu", lang="en", limits=LIMITS)
+# Four functions, each at most the timeout, plus starting workers: a generous bound that a
+# hang without a working limit would still exceed.
+WITHIN_S = 4 * LIMITS.timeout_s + 30
+
+
+def expected(path: Path) -> dict:
+    with path.with_suffix(".toml").open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def running(command: str) -> list[int]:
+    """Pids of live processes whose command line contains `command` (read from /proc)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if command in argv and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The things attacks aim at: a canary file outside any work folder, another student's
+    file, and a listening port on the host's loopback."""
+    folder = tmp_path_factory.mktemp("world")
+    folder.chmod(0o755)
+    canary = folder / "canary.txt"
+    canary.write_text("untouched")
+    other = folder / "class" / "other_student.py"
+    other.parent.mkdir()
+    other.write_text("SECRET = 'answers'\n")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    yield {"@ROOT@": str(ROOT), "@CANARY@": str(canary), "@OTHER@": str(other),
+           "@PORT@": str(server.getsockname()[1])}
+    server.close()
+
+
+def filled(path: Path, world: dict[str, str]) -> str:
+    source = path.read_text()
+    for placeholder, value in world.items():
+        source = source.replace(placeholder, value)
+    return source
+
+
+def assert_outcome(report: Report, want: dict, *, full_marks: float) -> None:
+    checks = [c for c in report.checks if c.status != "skipped"]
+
+    def of(function: str) -> list:
+        return [c for c in checks if c.function == function]
+
+    text = " ".join(f"{c.message} {c.got} {c.expected}" for c in checks if c.status == "failed")
+    assert report.max_score == full_marks, "every student has the same maximum"
+    for function in want.get("runtime", []):
+        assert any(c.kind == "runtime" and c.status == "failed" for c in of(function)), function
+        assert not any(c.status == "passed" for c in of(function)), function
+    for function in want.get("failed", []):
+        assert any(c.status == "failed" for c in of(function)), function
+    for function in want.get("graded", []):
+        assert of(function) and all(c.status == "passed" for c in of(function)), (
+            function, [c.message for c in of(function) if c.status == "failed"])
+    if want.get("score") == "zero":
+        assert report.score == 0
+    needs = want.get("needs")
+    if "said" in want and (needs is None or needs in report.protections):
+        assert want["said"] in text, text[:2000]
+
+
+@pytest.fixture(scope="module")
+def full_marks() -> float:
+    with Sandbox(["optim"]) as sandbox:
+        return check_submission(ROOT / "solutions" / "optim" / "optimizer.py", lab="optim",
+                                options=OPTIONS, sandbox=sandbox).max_score
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
+def test_check_ends_each_attack_as_expected(path: Path, world: dict[str, str],
+                                            full_marks: float, tmp_path: Path) -> None:
+    want = expected(path)
+    submission = tmp_path / "optimizer.py"
+    submission.write_text(filled(path, world))
+    started = time.monotonic()
+    report = check_submission(submission, lab="optim", options=OPTIONS)
+    assert time.monotonic() - started < WITHIN_S
+    assert_outcome(report, want, full_marks=full_marks)
+    if "leftovers" in want:
+        assert not running(want["leftovers"]), "a process outlived grading"
+    assert Path(world["@CANARY@"]).read_text() == "untouched"
+    needs = want.get("needs")
+    if needs is not None and needs not in report.protections:
+        pytest.skip(f"{needs} is not available here: the attack's outcome was not asserted")
+
+
+def test_grade_ends_every_attack_as_expected(world: dict[str, str], full_marks: float,
+                                             tmp_path: Path) -> None:
+    """The whole suite as one class, two workers: the same outcomes, per student."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    for path in HOSTILE:
+        (subs / path.name).write_text(filled(path, world))
+    out = tmp_path / "out"
+    started = time.monotonic()
+    result = grade_class(subs, options=BatchOptions(lab="optim", out=out, workers=2,
+                                                    check=OPTIONS))
+    assert time.monotonic() - started < WITHIN_S * len(HOSTILE) / 2
+    assert result.students == len(HOSTILE) and not result.errors
+    reports = {r.student: r for r in load_reports(out)}
+    assert set(reports) == {p.stem for p in HOSTILE}
+    for path in HOSTILE:
+        assert_outcome(reports[path.stem], expected(path), full_marks=full_marks)
+    for path in HOSTILE:
+        if "leftovers" in expected(path):
+            assert not running(expected(path)["leftovers"])
+    assert Path(world["@CANARY@"]).read_text() == "untouched"
+    with (out / "gradebook.csv").open() as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    assert float(rows["fake_report"]["score"]) < 999
+    assert not list(subs.glob("*.bin")) and not list(subs.parent.glob("task*.pt"))

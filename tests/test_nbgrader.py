@@ -1,0 +1,269 @@
+"""nbgrader: the source notebook generated from solutions/, graded by the real nbgrader
+(generate_assignment, autograde, its gradebook), and read by `check` like any notebook."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import main
+from grader.engine import CheckOptions, check_submission, error_report
+from grader.hidden import HiddenFile, load_hidden_file, parse_hidden_text
+from grader.labs import LAB_FILES, get_lab
+from grader.models import Report
+from grader.nbgrader import (
+    BEGIN_HIDDEN,
+    hidden_toml,
+    source_notebook,
+    split_definitions,
+    write_source_notebook,
+)
+from grader.notebook import NotInNotebookError, grade_function, kernel_source
+from grader.sandbox import Sandbox
+from grader.stubs import BEGIN, strip_markers
+from grader.submission import notebook_source
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+HIDDEN = {lab: ROOT / "examples" / lab / "hidden.toml" for lab in LAB_FILES}
+BUGGY = ROOT / "tests" / "submissions" / "optim" / "sgd_step_data_assign.py"
+ASSIGNMENT = "ps1"
+NOTEBOOK = "optimizer"  # nbgrader's notebook id: the lab file's stem
+
+
+def meta(cell: nbformat.NotebookNode) -> dict:
+    return dict(cell.metadata.get("nbgrader", {}))
+
+
+def by_grade_id(notebook: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
+    return {meta(c)["grade_id"]: c for c in notebook.cells if "grade_id" in meta(c)}
+
+
+def cpu_points(report: Report, *, hidden_cases: bool | None = None) -> dict[str, float]:
+    """Score per function; with `hidden_cases` True/False, only hidden-case checks / others."""
+    points: dict[str, float] = defaultdict(float)
+    for check in report.checks:
+        if hidden_cases is None or ("@" in check.id) == hidden_cases:
+            points[check.function] += check.score
+    return dict(points)
+
+
+@pytest.mark.parametrize("lab", sorted(LAB_FILES))
+def test_source_notebook_has_a_solution_and_a_test_cell_per_function(lab: str) -> None:
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    hidden = load_hidden_file(HIDDEN[lab])
+    notebook = source_notebook(lab, solutions_root=SOLUTIONS, hidden=hidden)
+    MetadataValidator().validate_nb(notebook)  # what generate_assignment checks
+    nbformat.validate(notebook)
+    functions = get_lab(lab).functions
+    cells = by_grade_id(notebook)
+    ids = list(cells)
+    for function in functions:
+        solution, test = cells[f"{function}_solution"], cells[f"test_{function}"]
+        assert ids.index(f"test_{function}") == ids.index(f"{function}_solution") + 1
+        assert meta(solution) | {"grade": False, "solution": True} == meta(solution)
+        assert BEGIN in solution.source
+        assert meta(test)["grade"] and meta(test)["locked"] and not meta(test)["solution"]
+        assert test.source.splitlines()[-1].startswith(f'grade_function("{lab}", "{function}"')
+        cases = [c.name for c in hidden.cases if c.function == function]
+        assert (BEGIN_HIDDEN in test.source) == bool(cases)
+        if cases:  # only this function's cases, as a file the grader reads back
+            text = ast.literal_eval(test.source.split("HIDDEN = ", 2)[2].split("\n###")[0])
+            part = parse_hidden_text(text, source="cell")
+            assert [c.name for c in part.cases] == cases
+    # The points add up to what the grader counts on the CPU, hidden cases included.
+    possible = error_report(lab=lab, submission="", error="",
+                            options=CheckOptions(device="cpu", hidden=hidden)).max_score
+    points = [meta(c)["points"] for c in notebook.cells if meta(c).get("grade")]
+    assert sum(points) == pytest.approx(possible)
+    # Every line of the solution file (its docstring aside) is in exactly one code cell.
+    source = (SOLUTIONS / lab / LAB_FILES[lab]).read_text()
+    code = "\n".join(c.source for c in notebook.cells
+                     if c.cell_type == "code" and not meta(c)["grade"])
+    rest = source.splitlines()[ast.parse(source).body[0].end_lineno:]
+    assert [x for x in code.splitlines() if x.strip()] == [x for x in rest if x.strip()]
+
+
+def test_split_keeps_comments_and_decorators_with_their_definition() -> None:
+    source = ('"""doc"""\nimport torch\n\n\n# about f\n@staticmethod\ndef f():\n'
+              '    ### BEGIN SOLUTION\n    pass\n    ### END SOLUTION\n\n\nX = 1\n')
+    segments = split_definitions(source, functions=["f"], name="m.py")
+    lines = source.splitlines(keepends=True)
+    texts = [(s.kind, "".join(lines[s.start:s.end])) for s in segments]
+    assert texts == [("docstring", '"""doc"""\n'), ("given", "import torch\n"),
+                     ("function", "# about f\n@staticmethod\ndef f():\n    ### BEGIN SOLUTION\n"
+                                  "    pass\n    ### END SOLUTION\n"),
+                     ("given", "X = 1\n")]
+
+
+def test_hidden_toml_reads_back_to_the_same_cases() -> None:
+    hidden = HiddenFile.model_validate({
+        "lab": "optim", "hide": ["Adam.*"], "release": True,
+        "case": [{"function": "SGD", "like": "trajectory.momentum", "name": "odd-1",
+                  "weight": 0.25, "set": {"dtype": 'say "hi"\\', "shapes": [[3, 2], []],
+                                          "config": {"lr": 1e-05, "betas": [0.9, 0.999]},
+                                          "inf": float("inf"), "flag": False}}]})
+    text = hidden_toml(hidden)
+    assert parse_hidden_text(text, source="t").model_dump() == hidden.model_dump()
+
+
+def test_notebook_source_leaves_out_the_grader_cells(tmp_path: Path) -> None:
+    notebook = source_notebook("optim", solutions_root=SOLUTIONS)
+    extra = nbformat.v4.new_code_cell("import grader.notebook\ngrader.notebook.grade_function("
+                                      "'optim', 'zero_grad')\n%timeit 1")
+    notebook.cells.append(extra)
+    path = tmp_path / "optimizer.ipynb"
+    nbformat.write(notebook, str(path))
+    source = notebook_source(path)
+    assert "grade_function" not in source and "grader.notebook" not in source
+    assert "def sgd_step(" in source and "from __future__" in source
+    compile(source, "optimizer.ipynb", "exec")
+
+
+def test_kernel_source_is_what_the_kernel_ran() -> None:
+    history = ["from __future__ import annotations\nimport torch",
+               "def f(:",  # a SyntaxError: defined nothing in the kernel
+               "def f():\n    return 1",
+               "%timeit f()\n!ls",
+               "from __future__ import annotations\nimport torch",  # a cell run again
+               'from grader.notebook import grade_function\ngrade_function("optim", "SGD")']
+    source = kernel_source(history)
+    assert source.startswith("from __future__ import annotations\n")
+    assert source.count("from __future__") == 1
+    assert "def f(:" not in source and "grade_function" not in source
+    assert "# %timeit f()" in source and "# !ls" in source
+    namespace: dict = {}
+    exec(compile(source, "kernel", "exec"), namespace)
+    assert namespace["f"]() == 1
+
+
+def test_grade_function_outside_a_notebook_says_what_to_run() -> None:
+    with pytest.raises(NotInNotebookError, match="inplace-grader check"):
+        grade_function("optim", "sgd_step")
+
+
+def test_cli_writes_the_source_notebook_once(tmp_path: Path) -> None:
+    out = tmp_path / "course" / "source" / ASSIGNMENT
+    args = ["nbgrader", "source", "--lab", "optim", "--root", str(ROOT), "-o", str(out)]
+    first = CliRunner().invoke(main, [*args, "--hidden", str(HIDDEN["optim"])])
+    assert first.exit_code == 0, first.output
+    assert (out / "optimizer.ipynb").is_file() and ASSIGNMENT in first.output
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 2 and "--force" in again.output
+    assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
+    wrong = CliRunner().invoke(main, [*args, "--force", "--hidden", str(HIDDEN["autograd"])])
+    assert wrong.exit_code == 2 and "written for lab 'autograd'" in wrong.output
+    bare = CliRunner().invoke(main, [*args[:4], "--root", str(tmp_path), "-o", str(out)])
+    assert bare.exit_code == 2 and "solutions/" in bare.output
+
+
+def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def student_notebook(release: nbformat.NotebookNode, answers: dict[str, str]
+                     ) -> nbformat.NotebookNode:
+    """The released notebook with each solution cell filled in."""
+    notebook = copy.deepcopy(release)
+    for cell in notebook.cells:
+        if meta(cell).get("solution"):
+            cell.source = answers[meta(cell)["grade_id"]]
+    return notebook
+
+
+@pytest.mark.slow
+def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
+    from nbgrader.api import Gradebook
+
+    course = tmp_path / "course"
+    hidden = load_hidden_file(HIDDEN["optim"])
+    source = write_source_notebook("optim", solutions_root=SOLUTIONS, hidden=hidden,
+                                   out=course / "source" / ASSIGNMENT)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(course)!r}\n"
+        "c.ExecutePreprocessor.timeout = 180  # seconds per cell; the first starts a sandbox\n")
+    nbgrader(course, "generate_assignment", ASSIGNMENT)
+
+    released = (course / "release" / ASSIGNMENT / source.name).read_text()
+    assert "p.add_(p.grad, alpha=-lr)" not in released  # no solution code
+    assert "raise NotImplementedError" in released
+    for secret in ("BEGIN HIDDEN TESTS", "large_lr", "momentum_float64", "[[case]]"):
+        assert secret not in released
+
+    # Students fill the solution cells: alice with the reference, bob with a buggy sgd_step.
+    source_cells = by_grade_id(nbformat.read(str(source), as_version=4))
+    reference = {grade_id: strip_markers(cell.source) for grade_id, cell in source_cells.items()
+                 if meta(cell)["solution"]}
+    buggy_file = BUGGY.read_text()
+    lines = buggy_file.splitlines(keepends=True)
+    buggy_sgd = next("".join(lines[s.start:s.end]) for s in split_definitions(
+        buggy_file, functions=["sgd_step"], name=str(BUGGY)) if s.name == "sgd_step")
+    release = nbformat.read(str(course / "release" / ASSIGNMENT / source.name), as_version=4)
+    students = {"alice": reference, "bob": {**reference, "sgd_step_solution": buggy_sgd}}
+    for student, answers in students.items():
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(student_notebook(release, answers), str(folder / source.name))
+
+    nbgrader(course, "autograde", ASSIGNMENT, "--create")
+
+    # What the grader itself says of each submitted notebook, hidden cases included.
+    functions = get_lab("optim").functions
+    options = CheckOptions(device="cpu", hidden=hidden)
+    with Sandbox(["optim"]) as sandbox:
+        reports = {student: check_submission(
+            course / "submitted" / student / ASSIGNMENT / source.name, lab="optim",
+            options=options, sandbox=sandbox) for student in students}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student, report in reports.items():
+            submission = gradebook.find_submission(ASSIGNMENT, student)
+            cells = {function: gradebook.find_grade(f"test_{function}", NOTEBOOK, ASSIGNMENT,
+                                                    student) for function in functions}
+            assert {f: g.score for f, g in cells.items()} == pytest.approx(cpu_points(report))
+            assert {f: g.max_score for f, g in cells.items()} == {
+                f: meta(source_cells[f"test_{f}"])["points"] for f in functions}
+            assert submission.score == pytest.approx(report.score)
+            assert submission.max_score == pytest.approx(report.max_score)
+            if student == "alice":
+                assert submission.score == submission.max_score  # hidden points too
+                assert any("@" in c.id for c in report.checks)
+            else:
+                lost = {f: g.max_score - g.score for f, g in cells.items() if g.score < g.max_score}
+                assert list(lost) == ["sgd_step"]
+                expected = sum(c.max_score - c.score for c in report.checks
+                               if c.function == "sgd_step")
+                assert lost["sgd_step"] == pytest.approx(expected) and expected > 0
+                hidden_points = sum(cpu_points(report, hidden_cases=True).values())
+                bob_total = submission.score
+
+    # `check` on bob's notebook (no hidden file) gives the visible part of the same total.
+    result = subprocess.run([sys.executable, "-m", "grader", "check", "--device", "cpu",
+                             "--format", "json", str(course / "submitted" / "bob" / ASSIGNMENT
+                                                     / source.name)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    visible = json.loads(result.stdout)["score"]
+    assert visible == pytest.approx(sum(cpu_points(reports["bob"], hidden_cases=False).values()))
+    assert visible == pytest.approx(bob_total - hidden_points)
+
+    # The autograded notebook shows bob what failed; hidden results stay withheld.
+    autograded = by_grade_id(nbformat.read(
+        str(course / "autograded" / "bob" / ASSIGNMENT / source.name), as_version=4))
+    outputs = autograded["test_sgd_step"].outputs
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "sgd_step" in text and "✗" in text and "large_lr" not in text
+    assert all(o.output_type != "error" for o in outputs)
