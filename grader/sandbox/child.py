@@ -25,6 +25,7 @@ from grader.sandbox.limits import (
     isolate_network,
     python_paths,
     restrict_filesystem,
+    restrict_syscalls,
 )
 from grader.sandbox.protocol import Job
 
@@ -143,6 +144,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     if restrict_filesystem(readable=[Path(p) for p in SYSTEM_READABLE] + python_paths() + own,
                            writable=scratch, devices=cuda):
         limits.append("file system view")
+    limits += restrict_syscalls(os.getppid())
     header = {"nonce": job.nonce, "limits": limits}
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file

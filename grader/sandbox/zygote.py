@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from grader.sandbox.limits import release_freed_memory
+from grader.sandbox.limits import release_freed_memory, warm_up_layers
 from grader.sandbox.protocol import Job, JobOutcome, TaskOutcome
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -188,6 +188,7 @@ def main() -> None:
     become_subreaper()
     import torch  # paid once, inherited by every child
 
+    warm_up_layers()
     for lab in sys.argv[1:]:
         probes = importlib.import_module(f"grader.labs.{lab}.probes")
         probes.warm_up()  # pay one-time lazy imports once, not in every child
