@@ -213,7 +213,10 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
     buggy_sgd = next("".join(lines[s.start:s.end]) for s in split_definitions(
         buggy_file, functions=["sgd_step"], name=str(BUGGY)) if s.name == "sgd_step")
     release = nbformat.read(str(course / "release" / ASSIGNMENT / source.name), as_version=4)
-    students = {"alice": reference, "bob": {**reference, "sgd_step_solution": buggy_sgd}}
+    crash = ("def zero_grad(params, set_to_none=False):\n    import os\n\n"
+             "    os._exit(3)  # ends the process that grades it\n")
+    students = {"alice": reference, "bob": {**reference, "sgd_step_solution": buggy_sgd},
+                "carol": {**reference, "zero_grad_solution": crash}}
     for student, answers in students.items():
         folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
@@ -241,6 +244,9 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
             if student == "alice":
                 assert submission.score == submission.max_score  # hidden points too
                 assert any("@" in c.id for c in report.checks)
+            elif student == "carol":  # the crash costs zero_grad (and what calls it) only
+                assert cells["zero_grad"].score == 0 < cells["sgd_step"].score
+                assert cells["sgd_step"].score == cells["sgd_step"].max_score
             else:
                 lost = {f: g.max_score - g.score for f, g in cells.items() if g.score < g.max_score}
                 assert list(lost) == ["sgd_step"]
@@ -267,3 +273,8 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "sgd_step" in text and "✗" in text and "large_lr" not in text
     assert all(o.output_type != "error" for o in outputs)
+    crashed = by_grade_id(nbformat.read(
+        str(course / "autograded" / "carol" / ASSIGNMENT / source.name), as_version=4))
+    text = "".join(o.get("text", "") for o in crashed["test_zero_grad"].outputs
+                   if o.output_type == "stream")
+    assert "exit" in text.lower() and "✗" in text

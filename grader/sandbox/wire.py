@@ -5,7 +5,8 @@ interpreter, about 90 ms for one submission's few hundred small tensors). Loadin
 code: JSON, then `torch.frombuffer` on byte ranges whose sizes are checked.
 
 Layout: 8-byte little-endian length of the JSON header, the header, then the tensor bytes.
-A tensor in the header is `{"__tensor__": [offset, nbytes, dtype, shape]}`.
+A tensor in the header is `{"__tensor__": [offset, nbytes, dtype, shape]}`; each offset is a
+multiple of ALIGN (the bytes are padded), so a tensor is a view of the body, not a copy.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import torch
 
 TENSOR = "__tensor__"
+ALIGN = 16  # bytes; every tensor's offset in the body is a multiple
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
     torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
@@ -33,29 +35,25 @@ class WireError(ValueError):
 
 
 def dumps(record: Any) -> bytes:
+    """Encode `record`; json's C encoder walks it, and calls back only for tensors (and for
+    anything else that is not JSON, which arrives as text, never as an object)."""
     blobs: list[bytes] = []
     offset = 0
 
-    def encode(value: Any) -> Any:
+    def tensor_entry(value: Any) -> Any:
         nonlocal offset
-        if isinstance(value, torch.Tensor):
-            tensor = value.detach().to("cpu").contiguous()
-            nbytes = tensor.numel() * tensor.element_size()
-            data = ctypes.string_at(_data_ptr(tensor), nbytes) if nbytes else b""
-            entry = [offset, nbytes, str(tensor.dtype).removeprefix("torch."),
-                     list(tensor.shape)]
-            blobs.append(data)
-            offset += nbytes
-            return {TENSOR: entry}
-        if isinstance(value, dict):
-            return {str(k): encode(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [encode(v) for v in value]
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return value
-        return repr(value)[:200]  # anything else arrives as text, never as an object
+        if not isinstance(value, torch.Tensor):
+            return repr(value)[:200]
+        tensor = value.detach().to("cpu").contiguous()
+        nbytes = tensor.numel() * tensor.element_size()
+        padding = -nbytes % ALIGN  # each tensor starts aligned: loads can view the bytes
+        blobs.append((ctypes.string_at(_data_ptr(tensor), nbytes) if nbytes else b"")
+                     + b"\0" * padding)
+        entry = [offset, nbytes, str(tensor.dtype).removeprefix("torch."), list(tensor.shape)]
+        offset += nbytes + padding
+        return {TENSOR: entry}
 
-    header = json.dumps(encode(record)).encode()
+    header = json.dumps(record, default=tensor_entry).encode()
     return struct.pack("<Q", len(header)) + header + b"".join(blobs)
 
 
@@ -65,7 +63,7 @@ def loads(data: bytes) -> Any:
     (length,) = struct.unpack("<Q", data[:8])
     if length > len(data) - 8:
         raise WireError("truncated header")
-    body = memoryview(data)[8 + length:]
+    body = bytearray(memoryview(data)[8 + length:])  # one copy, writable: tensors view it
 
     def tensors(obj: dict[str, Any]) -> Any:  # called by the C parser for each object
         return _tensor(obj[TENSOR], body) if TENSOR in obj else obj
@@ -78,7 +76,7 @@ def loads(data: bytes) -> Any:
         raise WireError(f"bad header: {exc}") from exc
 
 
-def _tensor(entry: Any, body: memoryview) -> torch.Tensor:
+def _tensor(entry: Any, body: bytearray) -> torch.Tensor:
     try:
         offset, nbytes, dtype_name, shape = entry
         dtype = DTYPES[dtype_name]
@@ -86,9 +84,10 @@ def _tensor(entry: Any, body: memoryview) -> torch.Tensor:
     except (ValueError, TypeError, KeyError) as exc:
         raise WireError(f"bad tensor entry {entry!r}") from exc
     itemsize = _ITEMSIZE[dtype]
-    if nbytes != math.prod(shape) * itemsize or offset < 0 or offset + nbytes > len(body):
+    if (nbytes != math.prod(shape) * itemsize or offset < 0 or offset + nbytes > len(body)
+            or offset % ALIGN):
         raise WireError(f"tensor bytes out of range: {entry!r}")
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype)
-    raw = bytearray(body[offset:offset + nbytes])
-    return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
+    return torch.frombuffer(body, dtype=dtype, count=nbytes // itemsize,
+                            offset=offset).reshape(shape)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grader.sandbox.wire import WireError, dumps, loads
+from grader.sandbox.wire import ALIGN, WireError, dumps, loads
 
 
 def test_tensors_and_plain_data_round_trip() -> None:
@@ -33,6 +33,6 @@ def test_malformed_bytes_are_refused(data: bytes) -> None:
 
 
 def test_a_tensor_pointing_outside_the_body_is_refused() -> None:
-    data = dumps({"t": torch.randn(3)})
+    data = dumps({"t": torch.randn(3)})  # 12 bytes, padded to ALIGN
     with pytest.raises(WireError, match="out of range"):
-        loads(data[:-4])
+        loads(data[:-ALIGN])
