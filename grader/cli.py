@@ -270,7 +270,9 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     write_atomically(output, result.text)
-    click.echo(f"wrote {output}: {result.rows} students, {len(result.warnings)} warnings")
+    students = f"{result.rows} student{'s' if result.rows != 1 else ''}"
+    warnings = f"{len(result.warnings)} warning{'s' if len(result.warnings) != 1 else ''}"
+    click.echo(f"wrote {output}: {students}, {warnings}")
 
 
 @main.group("nbgrader")

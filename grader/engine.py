@@ -344,7 +344,8 @@ def _problem(status: str, signal_number: int | None, exit_code: int | None,
         return fail("tensor_subclass", function=function, types=", ".join(subclasses[:3]))
     error = record.get("import_error")
     if error is not None:
-        return fail("import_error", debug=error.get("traceback", ""),
+        key = "import_error_notebook" if submission.path.suffix == ".ipynb" else "import_error"
+        return fail(key, debug=error.get("traceback", ""),
                     error_type=error["type"], error=error["message"],
                     location=error.get("location", ""), filename=submission.path.name)
     return None

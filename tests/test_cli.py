@@ -141,3 +141,18 @@ def test_the_command_line_does_not_import_torch_before_the_worker_starts() -> No
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_a_notebook_that_fails_to_import_says_to_run_its_cells(tmp_path: Path) -> None:
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("import torch"),
+                      nbformat.v4.new_code_cell("1 / 0")]
+    path = tmp_path / "optimizer.ipynb"
+    nbformat.write(notebook, path)
+    report = Report.model_validate_json(run("check", str(path), "--format", "json").stdout)
+    assert report.score == 0
+    first = report.checks[0]
+    assert "notebook's code could not be imported: ZeroDivisionError" in first.message
+    assert "run all cells of optimizer.ipynb" in first.hint
