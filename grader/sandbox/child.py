@@ -21,10 +21,11 @@ from grader.sandbox import tamper
 from grader.sandbox.limits import (
     SYSTEM_READABLE,
     apply_rlimits,
+    apply_view,
     drop_privileges,
+    filesystem_view,
     isolate_network,
     python_paths,
-    restrict_filesystem,
     restrict_syscalls,
 )
 from grader.sandbox.protocol import Job
@@ -137,12 +138,13 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     results = _open_results(job, first_task)
     if job.scratch_path:
         os.chdir(job.scratch_path)  # the student's working folder, writable after the drop
+    own = [Path(job.submission_path).parent] + ([Path(job.search_path)] if job.search_path else [])
+    view = filesystem_view(readable=[Path(p) for p in SYSTEM_READABLE] + python_paths() + own,
+                           writable=[Path(job.scratch_path)] if job.scratch_path else [],
+                           devices=cuda)  # its rules are made while every path can be opened
     if job.run_as is not None:
         limits += drop_privileges(job.run_as)
-    own = [Path(job.submission_path).parent] + ([Path(job.search_path)] if job.search_path else [])
-    scratch = [Path(job.scratch_path)] if job.scratch_path else []
-    if restrict_filesystem(readable=[Path(p) for p in SYSTEM_READABLE] + python_paths() + own,
-                           writable=scratch, devices=cuda):
+    if apply_view(view):
         limits.append("file system view")
     limits += restrict_syscalls(os.getppid())
     header = {"nonce": job.nonce, "limits": limits}

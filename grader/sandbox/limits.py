@@ -9,6 +9,7 @@ import resource
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 from grader.sandbox.protocol import Job
 
@@ -78,8 +79,8 @@ def choose_uid(environ: dict[str, str] | None = None) -> int | None:
     if os.geteuid() != 0 or wanted.lower() == "off":
         return None
     uid = int(wanted) if wanted.isdigit() else DEFAULT_UID
-    return uid if readable_by_others(Path(sys.prefix)) and readable_by_others(
-        Path(torch_dir())) else None
+    needed = [sys.prefix, sys.base_prefix, torch_dir()]  # a venv's stdlib is in base_prefix
+    return uid if all(readable_by_others(Path(path)) for path in needed) else None
 
 
 def torch_dir() -> str:
@@ -136,16 +137,16 @@ def python_paths() -> list[Path]:
     return sorted(Path(f) for f in folders)
 
 
-def restrict_filesystem(*, readable: list[Path], writable: list[Path], devices: bool) -> bool:
-    """Landlock: from here on this process (and what it starts) may only read `readable` and
-    write `writable`; files opened before (the results, the log) stay usable. `devices` keeps
-    /dev open for the CUDA driver. False where the kernel or the package does not support it."""
+def filesystem_view(*, readable: list[Path], writable: list[Path], devices: bool) -> Any:
+    """A Landlock ruleset that lets a process read only `readable` and write only `writable`
+    (`devices`: all of /dev, for the CUDA driver). Built while the child may still open every
+    path (before the uid drop); `apply` it after. None where the kernel or package lacks it."""
     try:
         import landlock
         from landlock import FSAccess
 
         if landlock.landlock_abi_version() < 1:
-            return False
+            return None
         ruleset = landlock.Ruleset()
         read = FSAccess.READ_FILE | FSAccess.READ_DIR | FSAccess.EXECUTE
         grants = [(path, read) for path in readable]
@@ -153,10 +154,21 @@ def restrict_filesystem(*, readable: list[Path], writable: list[Path], devices: 
         if devices:
             grants.append((Path("/dev"), FSAccess.all()))
         for path, rights in grants:
-            with contextlib.suppress(OSError):  # absent, or out of this uid's reach anyway
+            with contextlib.suppress(OSError):  # an absent path needs no rule
                 ruleset.allow(path, rules=rights if path.is_dir() else rights & FSAccess.all_file())
+    except Exception:  # an old kernel, no package: this layer is absent
+        return None
+    return ruleset
+
+
+def apply_view(ruleset: Any) -> bool:
+    """From here on, this process and what it starts see only the view; files opened before
+    (the results, the log) stay usable."""
+    if ruleset is None:
+        return False
+    try:
         ruleset.apply()
-    except Exception:  # an old kernel, no package, a refused rule: this layer is absent
+    except Exception:
         return False
     return True
 

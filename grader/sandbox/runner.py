@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from grader.models import Limits
-from grader.sandbox.limits import choose_uid
+from grader.sandbox.limits import choose_uid, readable_by_others
 from grader.sandbox.protocol import Job, JobOutcome, Task, TaskOutcome
 
 # Variables the child must not inherit or must have: one thread per child (fork + OpenMP
@@ -82,7 +82,9 @@ class Sandbox:
         self.run_as: int | None = choose_uid() if run_as == "auto" else run_as
         self._workdir = tempfile.TemporaryDirectory(prefix="inplace-grader-")
         self.workdir = Path(self._workdir.name)
-        os.chmod(self.workdir, 0o700)
+        # A child that dropped its uid reaches its scratch folder through here: search-only,
+        # never listable; everything else in it is the grader's and 0600/0700.
+        os.chmod(self.workdir, 0o700 if self.run_as is None else 0o711)
         self._counter = 0
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "grader.sandbox.zygote", *labs],
@@ -110,10 +112,10 @@ class Sandbox:
         """A fresh folder holding `submission.py` (the name tracebacks are filtered by)."""
         self._counter += 1
         folder = self.workdir / f"submission{self._counter}"
-        folder.mkdir(mode=0o755)
+        folder.mkdir(mode=0o700)
         target = folder / "submission.py"
         target.write_text(source, encoding="utf-8")
-        target.chmod(0o644)
+        target.chmod(0o600)  # the child reads it before it drops its uid
         return target
 
     def _read_line(self) -> str:
@@ -136,11 +138,13 @@ class Sandbox:
         self._wait_ready()
         self._counter += 1
         job_dir = self.workdir / f"job{self._counter}"
-        job_dir.mkdir(mode=0o700)
+        job_dir.mkdir(mode=0o700 if self.run_as is None else 0o711)
         scratch = job_dir / "scratch"
         scratch.mkdir(mode=0o700)
         if self.run_as is not None:
-            os.chown(scratch, self.run_as, self.run_as)
+            search_path = _own_copy(search_path, scratch) if search_path else None
+            for path in [scratch, *scratch.rglob("*")]:
+                os.lchown(path, self.run_as, self.run_as)
         job = Job(
             job_id=str(self._counter),
             lab=lab,
@@ -198,6 +202,21 @@ class Sandbox:
             if stream is not None:
                 stream.close()
         self._workdir.cleanup()
+
+
+OWN_FOLDER_LIMIT = 64 * 1024**2
+
+
+def _own_copy(folder: Path, scratch: Path) -> Path:
+    """The student's own folder as the child will import from it after the uid drop: as is
+    where every uid may read it, else copied into its scratch folder, up to 64 MiB. The copy
+    is the student's own files: theirs to change."""
+    if readable_by_others(folder):
+        return folder
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    if size <= OWN_FOLDER_LIMIT:
+        shutil.copytree(folder, scratch, symlinks=True, dirs_exist_ok=True)
+    return scratch
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

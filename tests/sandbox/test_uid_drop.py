@@ -61,3 +61,32 @@ def test_the_submission_runs_as_another_uid_and_cannot_read_root_files() -> None
     assert "process count limit" in report.protections
     said = " ".join(c.message + c.got for c in spied.checks if c.function == "zero_grad")
     assert f"uid={NOBODY} secret=PermissionError cwd_writable=True" in said, said
+
+
+WRITER = '''
+
+def zero_grad(params, set_to_none=False):
+    import helper  # beside the submission, in the student's own folder
+    with open("notes.txt", "w") as handle:  # its working folder
+        handle.write("scratch")
+    raise RuntimeError(f"helper={helper.VALUE} wrote={open('notes.txt').read()}")
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
+def test_after_the_drop_the_child_writes_its_scratch_and_imports_its_own_helpers(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "alice"  # 0700, like pytest's own folders: unreadable to the uid
+    folder.mkdir()
+    (folder / "helper.py").write_text("VALUE = 42\n")
+    solution = load_submission(SOLUTION, filename="optimizer.py")
+    source = solution.source + WRITER
+    (folder / "optimizer.py").write_text(source)
+    submission = load_submission(folder, filename="optimizer.py")
+    with Sandbox(["optim"], run_as=NOBODY) as sandbox:
+        report = grade_submission(submission, lab="optim", options=CheckOptions(device="cpu"),
+                                  sandbox=sandbox)
+    said = " ".join(c.message + c.got for c in report.checks if c.function == "zero_grad")
+    assert "helper=42 wrote=scratch" in said, said
+    assert "file system view" in report.protections or "uid drop (65534)" in report.protections
+    assert not (folder / "notes.txt").exists()
