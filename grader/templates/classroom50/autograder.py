@@ -57,5 +57,6 @@ if __name__ == "__main__":
     except Exception as exc:  # any failure becomes the result's message
         setup_failed(f"{type(exc).__name__}: {exc}")
         sys.exit(0)
-    sys.exit(subprocess.run([sys.executable, "-m", "grader", "classroom50", "run",
+    # -I: the checkout is the student's; a grader/ or torch.py there must not be imported.
+    sys.exit(subprocess.run([sys.executable, "-I", "-m", "grader", "classroom50", "run",
                              "--lab", LAB]).returncode)
