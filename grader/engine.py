@@ -240,12 +240,12 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
         none_usable = all(problem is not None for problem in problems)
         for index, ((task, _outcome, record), problem) in enumerate(zip(ran, problems,
                                                                        strict=True)):
-            if problem is not None or record is None:
-                results.append(_runtime_result(lab, function, task.device,
-                                               problem or fail("no_result", function=function),
-                                               rubric, options.lang, job.log, plan,
+            if problem is not None:  # a missing record is a problem too (see `problems`)
+                results.append(_runtime_result(lab, function, task.device, problem, rubric,
+                                               options.lang, job.log, plan,
                                                include_shared=none_usable and index == 0))
                 continue
+            assert record is not None
             observations = record["observations"]
             policy_calls += observations.get("policy_calls", [])
             first_cases = first_cases or observations["cases"]

@@ -165,4 +165,4 @@ def test_grade_ends_every_attack_as_expected(world: dict[str, str], full_marks: 
     with (out / "gradebook.csv").open() as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert float(rows["fake_report"]["score"]) < 999
-    assert not list(subs.glob("*.bin")) and not list(subs.parent.glob("task*.pt"))
+    assert not list(subs.glob("*.bin")), "a write landed in the class folder"

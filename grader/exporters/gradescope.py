@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from grader import feedback
+from grader.hidden import student_view
 from grader.models import CheckResult, Report
 
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
-VISIBILITIES: tuple[Visibility, ...] = ("visible", "hidden", "after_due_date", "after_published")
 
 
 def _test_output(check: CheckResult, lang: str) -> str:
@@ -27,12 +27,16 @@ def _test_output(check: CheckResult, lang: str) -> str:
     return "\n".join(lines)
 
 
-def _summary(report: Report, lang: str) -> str:
-    title = feedback.ui("title", lang, lab=report.lab, score=report.score,
-                        max_score=report.max_score)
+def _summary(report: Report, lang: str, *, release: bool) -> str:
+    """The top-level text students read: hidden checks and their points left out until
+    released (the same view as their feedback file)."""
+    view = student_view(report, release=release)
+    shown = view.report
+    title = feedback.ui("visible_title" if view.withheld_checks else "title", lang,
+                        lab=shown.lab, score=shown.score, max_score=shown.max_score)
     if report.error:
         return f"{feedback.ui('not_graded', lang, error=report.error)}\n{title}"
-    graded = [c for c in report.checks if c.status != "skipped" and not c.hidden]
+    graded = [c for c in shown.checks if c.status != "skipped"]
     failed = [c for c in graded if c.status == "failed"]
     verdict = (feedback.ui("all_passed", lang) if not failed
                else feedback.ui("some_failed", lang, failed=len(failed), total=len(graded)))
@@ -64,7 +68,7 @@ def results_json(report: Report, *, lang: str = "en",
     return {
         "score": report.score,
         "execution_time": round(report.elapsed_s, 3),
-        "output": _summary(report, lang),
+        "output": _summary(report, lang, release=release),
         "output_format": "text",
         "test_output_format": "text",
         "test_name_format": "text",

@@ -83,6 +83,8 @@ def test_a_correct_submission_gets_every_point(autograder: Path, tmp_path: Path)
     assert hidden and all("hidden case" in t["name"] or "small gradients" in t["name"]
                           for t in hidden)
     assert "optim: " in results["output"]
+    visible = sum(t["max_score"] for t in results["tests"] if t["visibility"] == "visible")
+    assert f"/ {visible:g} points shown" in results["output"], "hidden totals stay unshown"
 
 
 def test_a_buggy_submission_is_explained(autograder: Path, tmp_path: Path) -> None:
