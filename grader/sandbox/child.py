@@ -25,6 +25,7 @@ from grader.sandbox.limits import (
     drop_privileges,
     filesystem_view,
     isolate_network,
+    protected_targets,
     python_paths,
     restrict_syscalls,
 )
@@ -139,6 +140,8 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     if job.scratch_path:
         os.chdir(job.scratch_path)  # the student's working folder, writable after the drop
     own = [Path(job.submission_path).parent] + ([Path(job.search_path)] if job.search_path else [])
+    # The zygote and the grading process, their threads and groups, found while /proc is open.
+    protected = protected_targets([os.getppid()] + ([job.grader_pid] if job.grader_pid else []))
     view = filesystem_view(readable=[Path(p) for p in SYSTEM_READABLE] + python_paths() + own,
                            writable=[Path(job.scratch_path)] if job.scratch_path else [],
                            devices=cuda)  # its rules are made while every path can be opened
@@ -146,7 +149,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
         limits += drop_privileges(job.run_as)
     if apply_view(view):
         limits.append("file system view")
-    limits += restrict_syscalls(os.getppid())
+    limits += restrict_syscalls(protected)
     header = {"nonce": job.nonce, "limits": limits}
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file

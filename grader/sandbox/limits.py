@@ -173,11 +173,33 @@ def apply_view(ruleset: Any) -> bool:
     return True
 
 
-def restrict_syscalls(parent_pid: int) -> list[str]:
+def protected_targets(pids: list[int]) -> list[int]:
+    """Every number a signal could reach `pids` by: each pid, its threads' ids (`kill` given
+    any thread's id signals the whole process, and SIGKILL to one thread ends it), and its
+    process group as `-pgid`. Read from /proc before the file-system view hides it."""
+    targets: set[int] = set()
+    for pid in pids:
+        targets.add(pid)
+        with contextlib.suppress(OSError):
+            targets.add(-os.getpgid(pid))
+        with contextlib.suppress(OSError):
+            targets.update(int(tid) for tid in os.listdir(f"/proc/{pid}/task"))
+    targets.add(-1)  # every process the caller may signal
+    targets.discard(0)
+    return sorted(targets)
+
+
+def restrict_syscalls(protected: list[int]) -> list[str]:
     """seccomp: no IPv4/IPv6 sockets (the network, where no namespace is available), no
-    ptrace or reading another process's memory, and no signals to the worker that forked this
-    child or to every process (`kill(-1)`). The protections it adds; none where libseccomp or
-    the kernel refuses."""
+    ptrace or reading another process's memory, and no signal to any of `protected`
+    (protected_targets: the grader, the worker that forked this child, their threads and
+    groups, and `kill(-1)`). Signals by pidfd and `tkill` are refused outright: a student's
+    function has no use for them, and they would name a process by a number not in the list.
+
+    A thread the grader starts after this child was forked is not in the list; where the
+    child drops to its own uid (as root: Gradescope, Docker, CI), the kernel refuses those too.
+    Returns the protections added; none where libseccomp or the kernel refuses.
+    """
     try:
         import errno
         import socket
@@ -185,17 +207,19 @@ def restrict_syscalls(parent_pid: int) -> list[str]:
         import pyseccomp as seccomp
 
         rules = seccomp.SyscallFilter(seccomp.ALLOW)
+        deny = seccomp.ERRNO(errno.EPERM)
         for family in (socket.AF_INET, socket.AF_INET6):
             rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket",
                            seccomp.Arg(0, seccomp.EQ, family))
-        for name in ("ptrace", "process_vm_readv", "process_vm_writev"):
-            rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
-        # pid arguments are signed: -1 and -pgid arrive as their two's complement.
-        for pid in (parent_pid, -1 & 0xFFFFFFFF, -parent_pid & 0xFFFFFFFF):
-            for name in ("kill", "tgkill"):
-                rules.add_rule(seccomp.ERRNO(errno.EPERM), name,
-                               seccomp.Arg(0, seccomp.MASKED_EQ, 0xFFFFFFFF, pid))
-            rules.add_rule(seccomp.ERRNO(errno.EPERM), "tkill", seccomp.Arg(0, seccomp.EQ, pid))
+        for name in ("ptrace", "process_vm_readv", "process_vm_writev", "tkill",
+                     "pidfd_open", "pidfd_send_signal", "pidfd_getfd"):
+            rules.add_rule(deny, name)
+        for target in protected:
+            # pid arguments are 32-bit signed ints: -1 and -pgid arrive as two's complement,
+            # and the upper half of the register is not defined.
+            word = target & 0xFFFFFFFF
+            for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
+                rules.add_rule(deny, name, seccomp.Arg(0, seccomp.MASKED_EQ, 0xFFFFFFFF, word))
         rules.load()
     except Exception:  # no libseccomp, an old kernel: these layers are absent
         return []

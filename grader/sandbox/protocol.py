@@ -40,6 +40,7 @@ class Job(BaseModel):
     nonce: str
     scratch_path: str = Field(default="", description="The child's working folder.")
     run_as: int | None = Field(default=None, description="Unprivileged uid for the child.")
+    grader_pid: int = Field(default=0, description="The grading process: no signals to it.")
     tasks: list[Task]
     timeout_s: float
     memory_bytes: int

@@ -155,6 +155,7 @@ class Sandbox:
             nonce=secrets.token_hex(16),
             scratch_path=str(scratch),
             run_as=self.run_as,
+            grader_pid=os.getpid(),
             tasks=[Task(function=t.function, device=t.device, cases=t.cases,
                         result_path=str(job_dir / f"task{i}.pt")) for i, t in enumerate(tasks)],
             timeout_s=limits.timeout_s,
