@@ -226,10 +226,14 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="The CSV file to write (default: GRADES_DIR/canvas.csv or moodle.csv).")
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
+@click.option("--lang", type=click.Choice(["en", "ko"]), default=None,
+              help="Language of Moodle's feedback line (default: from the locale).")
 def export(grades_dir: Path, target: str, assignment: str | None, assignment_id: str | None,
-           roster_path: Path | None, percent: bool, output: Path | None, force: bool) -> None:
+           roster_path: Path | None, percent: bool, output: Path | None, force: bool,
+           lang: str | None) -> None:
     """Write a gradebook CSV for Canvas or Moodle from GRADES_DIR, the --out folder of
     `grade`. Students who could not be graded are left out (their LMS grade stays)."""
+    from grader import feedback
     from grader.batch import REPORTS, iter_reports, write_atomically
     from grader.exporters.lms_csv import ExportError, canvas_csv, moodle_csv, visible_standing
     from grader.roster import RosterError, read_roster
@@ -264,7 +268,8 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
             result = canvas_csv(standings, assignment=name, assignment_id=assignment_id,
                                 roster=roster, percent=percent)
         else:
-            result = moodle_csv(standings, assignment=name, roster=roster, percent=percent)
+            result = moodle_csv(standings, assignment=name, roster=roster, percent=percent,
+                                lang=lang or feedback.default_language())
     except ExportError as exc:
         _usage_error(str(exc))
     for warning in result.warnings:

@@ -12,7 +12,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from grader import __version__, feedback
 from grader.checks.findings import Finding, fail
@@ -148,13 +148,15 @@ def error_report(*, lab: str, submission: str, error: str, options: CheckOptions
     devices, _ = resolve_devices(options.device)
     rubric = effective_rubric(lab_obj, options.rubric_override)
     plan = hidden_plan(lab_obj, options.hidden)
-    possible = 0.0
+    visible = hidden = 0.0
     for function in lab_obj.functions:
-        per_device = unit_points(lab_obj, function, rubric, plan, shared=False)
-        once = unit_points(lab_obj, function, rubric, plan, shared=True) - per_device
-        possible += per_device * len(devices) + once
+        per_device = unit_points_split(lab_obj, function, rubric, plan, shared=False)
+        shared = unit_points_split(lab_obj, function, rubric, plan, shared=True)
+        visible += per_device.visible * len(devices) + shared.visible - per_device.visible
+        hidden += per_device.hidden * len(devices) + shared.hidden - per_device.hidden
     report = _report(lab, submission, [], time.monotonic())
-    return report.model_copy(update={"max_score": float(possible), "error": error})
+    return report.model_copy(update={"max_score": round(visible + hidden, 6), "error": error,
+                                     "hidden_max_score": round(hidden, 6)})
 
 
 def _report(lab: str, submission: str, checks: list[CheckResult], started: float) -> Report:
@@ -177,17 +179,36 @@ def _enabled(check: CheckSpec, rubric: Rubric) -> bool:
     return check.policy is None or rubric.policies.get(check.policy, True)
 
 
-def unit_points(lab: Lab, function: str, rubric: Rubric, plan: HiddenPlan, *,
-                 shared: bool) -> float:
+class UnitPoints(NamedTuple):
+    """A unit's points split by what students see: withheld checks and hidden cases are
+    `hidden`, so that a row standing in for them can be hidden too."""
+
+    visible: float
+    hidden: float
+
+
+def unit_points_split(lab: Lab, function: str, rubric: Rubric, plan: HiddenPlan, *,
+                      shared: bool) -> UnitPoints:
     """Points of one function on one device: its per-device checks and hidden cases, plus,
     with `shared`, its once-per-submission checks (api, policy)."""
-    points = sum(_points(rubric, c) for c in lab.checks_for(function)
-                 if (shared or c.per_device) and _enabled(c, rubric))
+    visible = hidden = 0.0
+    for check in lab.checks_for(function):
+        if (shared or check.per_device) and _enabled(check, rubric):
+            if check.id in plan.withheld:
+                hidden += _points(rubric, check)
+            else:
+                visible += _points(rubric, check)
     for variant, check_id in iter_variant_checks(plan, function):
         check = lab.check(check_id)
         if (shared or check.per_device) and _enabled(check, rubric):
-            points += _points(rubric, check) * variant.weight
-    return points
+            hidden += _points(rubric, check) * variant.weight
+    return UnitPoints(visible, hidden)
+
+
+def unit_points(lab: Lab, function: str, rubric: Rubric, plan: HiddenPlan, *,
+                shared: bool) -> float:
+    """All the points of one unit, hidden ones included (what an nbgrader cell is worth)."""
+    return sum(unit_points_split(lab, function, rubric, plan, shared=shared))
 
 
 def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str],
@@ -212,9 +233,10 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
     in_force = [str(p) for p in (job.api or {}).get("limits", [])]
     if problem is not None:
         return [
-            _runtime_result(lab, function, device, problem, rubric, options.lang, job.log,
-                            plan, include_shared=index == 0)
+            row
             for function in lab.functions for index, device in enumerate(devices)
+            for row in _runtime_results(lab, function, device, problem, rubric, options.lang,
+                                        job.log, plan, include_shared=index == 0)
         ], probe_s, in_force
     assert job.api is not None
     api = job.api["api"]
@@ -241,9 +263,9 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
         for index, ((task, _outcome, record), problem) in enumerate(zip(ran, problems,
                                                                        strict=True)):
             if problem is not None:  # a missing record is a problem too (see `problems`)
-                results.append(_runtime_result(lab, function, task.device, problem, rubric,
-                                               options.lang, job.log, plan,
-                                               include_shared=none_usable and index == 0))
+                results += _runtime_results(lab, function, task.device, problem, rubric,
+                                            options.lang, job.log, plan,
+                                            include_shared=none_usable and index == 0)
                 continue
             assert record is not None
             observations = record["observations"]
@@ -370,20 +392,27 @@ def _result(check: CheckSpec, device: str, finding: Finding, rubric: Rubric,
     )
 
 
-def _runtime_result(lab: Lab, function: str, device: str, problem: Finding, rubric: Rubric,
-                    lang: str, log: str, plan: HiddenPlan, *,
-                    include_shared: bool) -> CheckResult:
-    """One failed `runtime` check worth every point the unit's checks (hidden cases too)
-    would have earned."""
-    points = unit_points(lab, function, rubric, plan, shared=include_shared)
+def _runtime_results(lab: Lab, function: str, device: str, problem: Finding, rubric: Rubric,
+                     lang: str, log: str, plan: HiddenPlan, *,
+                     include_shared: bool) -> list[CheckResult]:
+    """A failed `runtime` row worth every visible point the unit's checks would have earned,
+    and a hidden one for the points of its hidden cases and withheld checks: a student's
+    feedback then shows the same total whether the code ran or not."""
+    points = unit_points_split(lab, function, rubric, plan, shared=include_shared)
     wording = feedback.word(problem, lang)
-    return CheckResult(
+    row = CheckResult(
         id=f"{function}.runtime", name=feedback.check_name("runtime", lang, function=function),
         function=function, kind="runtime", device=device,  # type: ignore[arg-type]
-        status="failed", passed=False, score=0.0, max_score=points,
+        status="failed", passed=False, score=0.0, max_score=points.visible,
         message=wording.message.replace("{function}", function), expected=wording.expected,
         got=wording.got, hint=wording.hint, debug="\n".join(p for p in (problem.debug, log) if p),
     )
+    if not points.hidden:
+        return [row]
+    return [row, row.model_copy(update={
+        "id": f"{row.id}@hidden", "name": feedback.ui("hidden_runtime", lang, check=row.name),
+        "max_score": points.hidden, "hidden": True,
+    })]
 
 
 def _skipped(lab: Lab, devices: list[str], rubric: Rubric, lang: str) -> list[CheckResult]:

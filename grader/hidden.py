@@ -275,16 +275,23 @@ class StudentView:
     withheld_checks: int = 0
     withheld_points: float = 0.0
 
+    @property
+    def withholds(self) -> bool:
+        """Whether the shown total leaves points out (a report with an error has no rows)."""
+        return bool(self.withheld_checks or self.withheld_points)
+
 
 def student_view(report: Report, *, release: bool) -> StudentView:
     """Hidden results leave the student's copy (and its score) until they are released."""
     hidden = [c for c in report.checks if c.hidden]
-    if release or not hidden:
+    if release or not (hidden or report.hidden_max_score):
         return StudentView(report)
     shown = [c for c in report.checks if not c.hidden]
+    withheld = round(sum(c.max_score for c in hidden) + report.hidden_max_score, 6)
     visible = report.model_copy(update={
         "checks": shown,
         "score": round(sum(c.score for c in shown), 6),
-        "max_score": round(sum(c.max_score for c in shown), 6),
+        "max_score": round(report.max_score - withheld, 6),
+        "hidden_max_score": 0.0,
     })
-    return StudentView(visible, len(hidden), round(sum(c.max_score for c in hidden), 6))
+    return StudentView(visible, len(hidden), withheld)

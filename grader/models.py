@@ -60,6 +60,9 @@ class Report(BaseModel):
     student: str = Field(default="", description="Set by batch grading.")
     submission_hash: str = Field(default="", description="sha256 of what was graded (resume).")
     error: str = Field(default="", description="Why the submission could not be graded at all.")
+    hidden_max_score: float = Field(
+        default=0.0, description="Of max_score, the hidden points no check row carries (a "
+        "submission that could not be graded has no rows); withheld from students like them.")
     score: float
     max_score: float
     checks: list[CheckResult]

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader import feedback
+
 
 class SubmissionError(ValueError):
     """The path cannot be graded (missing, unreadable, wrong type): a usage error."""
@@ -122,9 +124,11 @@ def load_submission(path: Path, *, filename: str, own_folder: bool = True) -> Su
     return Submission(path, source, search_path)
 
 
-def find_upload(folder: Path, filename: str) -> Path:
+def find_upload(folder: Path, filename: str, *, lang: str = "en") -> Path:
     """The student's file in an upload folder (Gradescope, a repository checkout): the lab's
-    file or notebook, else the only .py or .ipynb there."""
+    file or notebook, else the only .py or .ipynb there. The errors are worded for the
+    student who uploaded."""
+
     for candidate in (folder / filename, folder / filename.replace(".py", ".ipynb")):
         if candidate.is_file():
             return candidate
@@ -133,8 +137,6 @@ def find_upload(folder: Path, filename: str) -> Path:
     if len(uploaded) == 1:
         return uploaded[0]
     if not uploaded:
-        raise SubmissionError(f"no {filename} in your submission: upload your {filename} "
-                              "(or the notebook)")
-    names = ", ".join(p.name for p in uploaded)
-    raise SubmissionError(f"several files were uploaded ({names}) and none is named "
-                          f"{filename}: upload only your {filename}")
+        raise SubmissionError(feedback.ui("upload_missing", lang, filename=filename))
+    raise SubmissionError(feedback.ui("upload_several", lang, filename=filename,
+                                      names=", ".join(p.name for p in uploaded)))

@@ -12,7 +12,14 @@ import pytest
 from grader.batch import BatchOptions, grade_class
 from grader.engine import CheckOptions, check_submission, error_report
 from grader.exporters.text import feedback_text
-from grader.hidden import HiddenFile, HiddenFileError, judging_checks, load_hidden_file, resolve
+from grader.hidden import (
+    HiddenFile,
+    HiddenFileError,
+    judging_checks,
+    load_hidden_file,
+    resolve,
+    student_view,
+)
 from grader.labs import LAB_FILES, get_lab
 from grader.models import Limits, Report
 from grader.sandbox import Sandbox
@@ -131,13 +138,18 @@ def test_a_submission_tuned_to_the_visible_cases_fails_only_hidden_checks(
 
 def test_hidden_points_count_when_a_submission_dies_or_is_missing(
         sandbox: Sandbox, tmp_path: Path) -> None:
-    """max_score is the same for every student: runtime and error rows carry hidden points."""
+    """max_score is the same for every student, and so is the part a student is shown: the
+    points of hidden cases stay hidden when the code never ran."""
     hidden = load_hidden_file(EXAMPLES["optim"])
     full = grade(ROOT / "solutions" / "optim" / "optimizer.py", "optim", sandbox, hidden)
+    shown = student_view(full, release=False).report.max_score
+    assert 0 < shown < full.max_score
     dies = tmp_path / "optimizer.py"
     dies.write_text("import os\nos._exit(3)\n")
     died = grade(dies, "optim", sandbox, hidden)
     assert died.max_score == full.max_score and died.score == 0
+    assert student_view(died, release=False).report.max_score == shown
+    assert f"/ {shown:g} points shown" in feedback_text(died, lang="en")
     hangs = tmp_path / "hangs" / "optimizer.py"
     hangs.parent.mkdir()
     source = (ROOT / "solutions" / "optim" / "optimizer.py").read_text()
@@ -148,12 +160,20 @@ def test_hidden_points_count_when_a_submission_dies_or_is_missing(
     assert "while True" in hangs.read_text()
     hung = check_submission(hangs, lab="optim", sandbox=sandbox, options=CheckOptions(
         device="cpu", hidden=hidden, limits=Limits(timeout_s=2)))
-    runtime = next(c for c in hung.checks if c.id == "sgd_step.runtime")
-    sgd_public = sum(c.max_score for c in full.checks if c.function == "sgd_step")
-    assert runtime.max_score == sgd_public and hung.max_score == full.max_score
+    rows = {c.id: c for c in hung.checks if c.function == "sgd_step" and c.status != "skipped"}
+    assert set(rows) == {"sgd_step.runtime", "sgd_step.runtime@hidden"}
+    sgd = [c for c in full.checks if c.function == "sgd_step"]
+    assert not rows["sgd_step.runtime"].hidden and rows["sgd_step.runtime@hidden"].hidden
+    assert rows["sgd_step.runtime"].max_score == sum(c.max_score for c in sgd if not c.hidden)
+    assert rows["sgd_step.runtime@hidden"].max_score == sum(c.max_score for c in sgd if c.hidden)
+    assert hung.max_score == full.max_score
+    assert student_view(hung, release=False).report.max_score == shown
     missing = error_report(lab="optim", submission="x", error="empty",
                            options=CheckOptions(device="cpu", hidden=hidden))
     assert missing.max_score == full.max_score
+    assert student_view(missing, release=False).report.max_score == shown
+    assert f"/ {shown:g} points shown" in feedback_text(missing, lang="en")
+    assert f"/ {full.max_score:g} points" in feedback_text(missing, lang="en", release=True)
 
 
 # --- what students see --------------------------------------------------------------------------

@@ -14,20 +14,21 @@ multiplied by the smallest of 2, 4, 10 or 100 that makes them whole; each test s
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from grader.hidden import student_view
-from grader.models import CheckResult, Report
+from grader.models import Report
 
 SCHEMA = "classroom50/result/v1"
 SCALES = (1, 2, 4, 10, 100)
 
 
-def points_scale(checks: list[CheckResult]) -> int:
-    """The smallest scale that makes every check's points whole (100 at most)."""
+def points_scale(points: Iterable[float]) -> int:
+    """The smallest scale that makes all these points whole (100 at most)."""
+    values = list(points)
     for scale in SCALES:
-        if all(abs(c.max_score * scale - round(c.max_score * scale)) < 1e-9 for c in checks):
+        if all(abs(value * scale - round(value * scale)) < 1e-9 for value in values):
             return scale
     return SCALES[-1]
 
@@ -56,7 +57,7 @@ def result_json(report: Report, *, env: Mapping[str, str], release: bool = False
     are left out unless released (and its bundle is public: see docs/classroom50.md)."""
     view = student_view(report, release=release).report
     checks = [c for c in view.checks if c.status != "skipped"]
-    scale = points_scale(checks)
+    scale = points_scale([c.max_score for c in checks] + [view.max_score])
     tests = [{
         "test-name": f"{c.name} [{c.device}]",
         "passed": c.status == "passed",
@@ -70,7 +71,7 @@ def result_json(report: Report, *, env: Mapping[str, str], release: bool = False
     } for c in checks]
     if report.error:  # one failed test carries the reason and the points it could have had
         tests = [{"test-name": "grading", "passed": False, "score": 0,
-                  "max-score": round(report.max_score * scale), "message": report.error}]
+                  "max-score": round(view.max_score * scale), "message": report.error}]
     if scale != 1:
         for test in tests:
             test["points-scale"] = scale  # the top level admits only the schema's own keys

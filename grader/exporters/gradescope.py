@@ -32,7 +32,7 @@ def _summary(report: Report, lang: str, *, release: bool) -> str:
     released (the same view as their feedback file)."""
     view = student_view(report, release=release)
     shown = view.report
-    title = feedback.ui("visible_title" if view.withheld_checks else "title", lang,
+    title = feedback.ui("visible_title" if view.withholds else "title", lang,
                         lab=shown.lab, score=shown.score, max_score=shown.max_score)
     if report.error:
         return f"{feedback.ui('not_graded', lang, error=report.error)}\n{title}"

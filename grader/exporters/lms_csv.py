@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from grader import feedback
 from grader.models import Report
 from grader.roster import Roster, RosterEntry
 from grader.summary import Standing, standing
@@ -172,14 +173,15 @@ def canvas_csv(standings: Iterable[Standing], *, assignment: str,
     return ExportResult(text=buffer.getvalue(), rows=len(rows), warnings=warnings)
 
 
-def moodle_feedback(student: Standing) -> str:
+def moodle_feedback(student: Standing, lang: str = "en") -> str:
     """One line for the student: points, and the first failed checks by name."""
-    line = f"{number(student.score)}/{number(student.max_score)} points"
+    line = feedback.ui("lms_points", lang, score=number(student.score),
+                       max_score=number(student.max_score))
     names = list(dict.fromkeys(student.failed.values()))  # in report order, each once
     if names:
         more = len(names) - FAILED_NAMED
-        line += "; failed: " + ", ".join(names[:FAILED_NAMED])
-        line += f" (+{more} more)" if more > 0 else ""
+        line += "; " + feedback.ui("lms_failed", lang, names=", ".join(names[:FAILED_NAMED]))
+        line += " " + feedback.ui("lms_more", lang, count=more) if more > 0 else ""
     return line
 
 
@@ -193,7 +195,8 @@ def _moodle_identifier(roster: Roster | None) -> str:
 
 
 def moodle_csv(standings: Iterable[Standing], *, assignment: str,
-               roster: Roster | None = None, percent: bool = False) -> ExportResult:
+               roster: Roster | None = None, percent: bool = False,
+               lang: str = "en") -> ExportResult:
     """A file for Moodle's Grade administration > Import > CSV file: the user column, the grade
     column (named `assignment`) and `Feedback`. Users are identified by the roster's email,
     else username, else ID number; without a roster our student id is the username."""
@@ -226,7 +229,7 @@ def moodle_csv(standings: Iterable[Standing], *, assignment: str,
             continue
         grade = _grade(student, percent=percent)
         highest = max(highest, grade)
-        writer.writerow([user, number(grade), moodle_feedback(student)])
+        writer.writerow([user, number(grade), moodle_feedback(student, lang)])
         written += 1
     if highest > MOODLE_MAX_GRADE:
         warnings.append(f"grades go up to {number(highest)}: Moodle aborts the import on a "

@@ -18,7 +18,7 @@ def feedback_text(full_report: Report, *, lang: str, release: bool = False) -> s
     """The student's feedback; hidden checks are left out (and counted) unless released."""
     view = student_view(full_report, release=release)
     report = view.report
-    title = feedback.ui("visible_title" if view.withheld_checks else "title", lang,
+    title = feedback.ui("visible_title" if view.withholds else "title", lang,
                         lab=report.lab, score=report.score, max_score=report.max_score)
     if report.error:
         return f"{feedback.ui('not_graded', lang, error=report.error)}\n{title}\n"

@@ -39,7 +39,7 @@ def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
 
     options = CheckOptions(device="auto", lang=lang, limits=limits or Limits())
     try:
-        path = find_upload(checkout, LAB_FILES[lab])
+        path = find_upload(checkout, LAB_FILES[lab], lang=lang)
         report = check_submission(path, lab=lab, options=options)
     except SubmissionError as exc:
         report = error_report(lab=lab, submission=str(checkout), error=str(exc), options=options)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from grader import feedback
 from grader.exporters.gradescope import Visibility, failure_results, results_json
 from grader.models import Limits
 
@@ -104,30 +105,33 @@ def run(root: Path, config_path: Path) -> Path:
     """Grade `root/submission` into `root/results/results.json`; never raises for the
     submission's or the configuration's sake."""
     from grader.batch import write_atomically
-    from grader.engine import CheckOptions, UsageError, check_submission
+    from grader.engine import CheckOptions, UsageError, check_submission, error_report
     from grader.hidden import HiddenFileError, load_hidden_file
     from grader.labs import LAB_FILES, UnknownLabError
     from grader.submission import SubmissionError, find_upload
 
     results = root / "results" / "results.json"
+    lang = "en"
     try:
         config = load_config(config_path)
+        lang = config.lang
         hidden = (load_hidden_file(config_path.parent / config.hidden) if config.hidden
                   else None)
         if config.lab not in LAB_FILES:
             raise UnknownLabError(f"unknown lab {config.lab!r}")
-        path = find_upload(root / "submission", LAB_FILES[config.lab])
         limits = Limits(timeout_s=config.timeout_s, memory_bytes=config.memory_mib * 1024**2)
-        report = check_submission(path, lab=config.lab, options=CheckOptions(
-            device="auto", lang=config.lang, limits=limits, hidden=hidden))
-        data = results_json(report, lang=config.lang, hidden_visibility=config.hidden_visibility)
-    except SubmissionError as exc:
-        data = failure_results(f"Your submission could not be graded: {exc}")
+        options = CheckOptions(device="auto", lang=lang, limits=limits, hidden=hidden)
+        try:
+            path = find_upload(root / "submission", LAB_FILES[config.lab], lang=lang)
+            report = check_submission(path, lab=config.lab, options=options)
+        except SubmissionError as exc:  # score 0 out of the assignment's points, with why
+            report = error_report(lab=config.lab, submission=str(root / "submission"),
+                                  error=str(exc), options=options)
+        data = results_json(report, lang=lang, hidden_visibility=config.hidden_visibility)
     except (GradescopeError, HiddenFileError, UsageError, UnknownLabError) as exc:
-        data = failure_results(f"The autograder is misconfigured; please tell your instructor. "
-                               f"({exc})")
+        data = failure_results(feedback.ui("autograder_misconfigured", lang, error=exc))
     except Exception as exc:  # the grader's own failure: still a result, with the reason
-        data = failure_results("The autograder hit an internal error; please tell your "
-                               f"instructor. ({type(exc).__name__}: {exc})")
+        data = failure_results(feedback.ui("autograder_internal", lang,
+                                           error=f"{type(exc).__name__}: {exc}"))
     write_atomically(results, json.dumps(data, indent=2) + "\n")
     return results

@@ -138,6 +138,8 @@ def test_moodle_feedback_names_three_failed_checks() -> None:
     failed = {f"f.c{i}": f"check {i}" for i in range(5)}
     assert moodle_feedback(standing("a", 20, 84, failed=failed)) == (
         "20/84 points; failed: check 0, check 1, check 2 (+2 more)")
+    assert moodle_feedback(standing("a", 20, 84, failed=failed), "ko") == (
+        "20/84점; 실패: check 0, check 1, check 2 (그 밖에 2개)")
 
 
 @pytest.mark.parametrize(("columns", "values", "header"), [

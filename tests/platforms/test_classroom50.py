@@ -49,7 +49,9 @@ def runner(bundle: Path, checkout: Path, files: dict[str, str], timeout: float =
     checkout.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (checkout / name).write_text(text)
-    env = {**os.environ, **ENV, "CLASSROOM50_BUNDLE_DIR": str(bundle)}
+    # PIP_DRY_RUN: where this interpreter's grader were not found, the autograder would install
+    # the bundled wheel over the developer's editable install; here it may only pretend to.
+    env = {**os.environ, **ENV, "CLASSROOM50_BUNDLE_DIR": str(bundle), "PIP_DRY_RUN": "1"}
     run = subprocess.run([sys.executable, str(bundle / "autograder.py")], cwd=checkout,
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
@@ -111,12 +113,27 @@ def test_fractional_points_are_scaled_to_whole_numbers() -> None:
                            passed=score == max_score, score=score, max_score=max_score)
 
     checks = [check(0.5, 0.5), check(0, 1.25), check(2, 2)]
-    assert points_scale(checks) == 4
+    assert points_scale(c.max_score for c in checks) == 4
     report = Report(lab="optim", score=2.5, max_score=3.75, checks=checks,
                     grader_version="0", torch_version="0", elapsed_s=0)
     result = valid(result_json(report, env=ENV))
     assert (result["score"], result["max-score"]) == (10, 15)
     assert all(t["points-scale"] == 4 for t in result["tests"])
+
+
+def test_an_ungraded_submission_with_fractional_points_keeps_the_whole_maximum() -> None:
+    report = Report(lab="optim", score=0, max_score=23.5, checks=[], error="empty",
+                    grader_version="0", torch_version="0", elapsed_s=0)
+    result = valid(result_json(report, env=ENV))
+    assert (result["score"], result["max-score"]) == (0, 47)
+    assert result["tests"][0]["points-scale"] == 2
+
+
+def test_an_ungraded_submission_shows_only_visible_points_until_release() -> None:
+    report = Report(lab="optim", score=0, max_score=23, hidden_max_score=7, checks=[],
+                    error="empty", grader_version="0", torch_version="0", elapsed_s=0)
+    assert valid(result_json(report, env=ENV))["max-score"] == 16
+    assert valid(result_json(report, env=ENV, release=True))["max-score"] == 23
 
 
 def test_a_local_run_without_the_runners_environment_still_validates() -> None:
