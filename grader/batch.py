@@ -28,6 +28,7 @@ from grader.engine import (
 )
 from grader.exporters.gradebook import gradebook_csv
 from grader.exporters.text import feedback_text
+from grader.hidden import grading_key
 from grader.labs import LAB_FILES, get_lab
 from grader.layouts import Found, discover
 from grader.models import Report
@@ -67,7 +68,7 @@ def submission_hash(source: str, *, lab: str, options: CheckOptions) -> str:
     """What a report depends on: the code, the lab, the grader and the grading options."""
     digest = hashlib.sha256()
     override = options.rubric_override.model_dump_json() if options.rubric_override else ""
-    hidden = options.hidden.model_dump_json() if options.hidden else ""
+    hidden = grading_key(options.hidden) if options.hidden else ""
     for part in (lab, __version__, options.device, options.lang,
                  options.limits.model_dump_json(), override, hidden, source):
         digest.update(part.encode())

@@ -168,6 +168,7 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     from grader import feedback
     from grader.batch import BatchOptions, check_instructor_files, grade_class, iter_failures
     from grader.engine import CheckOptions, UsageError
+    from grader.hidden import released
     from grader.labs import UnknownLabError, check_lab_name
     from grader.models import Limits
     from grader.render import progress_bar
@@ -183,7 +184,7 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     hidden = _load_hidden(hidden_path)
     options = BatchOptions(
         lab=lab, out=out, workers=workers or os.cpu_count() or 1, force=force,
-        release=release or bool(hidden and hidden.release),
+        release=released(hidden, release_flag=release),
         check=CheckOptions(device=device, lang=lang,
                            limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
                            rubric_override=_load_override(rubric_path), hidden=hidden))

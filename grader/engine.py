@@ -21,6 +21,7 @@ from grader.hidden import (
     HiddenFileError,
     HiddenPlan,
     HiddenVariant,
+    grading_key,
     iter_variant_checks,
     rename_case,
     resolve,
@@ -92,7 +93,7 @@ def hidden_plan(lab: Lab, hidden: HiddenFile | None) -> HiddenPlan:
     submission); a mistake in the file is a usage error."""
     if hidden is None:
         return HiddenPlan()
-    key = (lab.name, hidden.model_dump_json())
+    key = (lab.name, grading_key(hidden))
     if key not in _resolved:
         try:
             _resolved[key] = resolve(lab, hidden)

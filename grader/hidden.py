@@ -131,7 +131,6 @@ class HiddenPlan:
 
     variants: tuple[HiddenVariant, ...] = ()
     withheld: frozenset[str] = frozenset()
-    release: bool = False
 
     def for_function(self, function: str) -> list[HiddenVariant]:
         return [v for v in self.variants if v.function == function]
@@ -237,20 +236,23 @@ def resolve(lab: Any, hidden: HiddenFile) -> HiddenPlan:
         raise HiddenFileError(f"{source}: two cases are named {duplicate!r}")
     variants = tuple(_resolve_case(lab, entry, f"{source}: case {entry.name!r}")
                      for entry in hidden.cases)
-    return HiddenPlan(variants=variants, withheld=frozenset(withheld), release=hidden.release)
+    return HiddenPlan(variants=variants, withheld=frozenset(withheld))
+
+
+CASE_PARAM = "case"  # the finding parameter that names a case (`fail(..., case=id)`)
 
 
 def rename_case(finding: Finding, judged_id: str, name: str) -> Finding:
-    """Word a hidden check's finding with the hidden case's name, not its `like` id."""
-    def swap(value: Any) -> Any:
-        if value == judged_id:
-            return name
-        if isinstance(value, Phrase):
-            return Phrase(value.key, {k: swap(v) for k, v in value.params.items()})
-        return value
+    """Word a hidden check's finding with the hidden case's name, not its `like` id. Only the
+    `case` parameters change: a case id can equal another value of the message (optim's
+    case "float32" is also its dtype)."""
+    def swap(params: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: name if key == CASE_PARAM and value == judged_id
+                else Phrase(value.key, swap(value.params)) if isinstance(value, Phrase)
+                else value
+                for key, value in params.items()}
 
-    return Finding(finding.passed, finding.key,
-                   {k: swap(v) for k, v in finding.params.items()}, finding.debug)
+    return Finding(finding.passed, finding.key, swap(finding.params), finding.debug)
 
 
 def variant_observations(observations: Mapping[str, Any], variant: HiddenVariant
@@ -279,6 +281,18 @@ class StudentView:
     def withholds(self) -> bool:
         """Whether the shown total leaves points out (a report with an error has no rows)."""
         return bool(self.withheld_checks or self.withheld_points)
+
+
+def released(hidden: HiddenFile | None, *, release_flag: bool = False) -> bool:
+    """Whether students see hidden results: the instructor said so on the command line or in
+    the file (`release = true`)."""
+    return release_flag or bool(hidden and hidden.release)
+
+
+def grading_key(hidden: HiddenFile) -> str:
+    """What of the file changes grading: everything but `release`, which changes only what
+    students are shown (so releasing never regrades)."""
+    return hidden.model_dump_json(exclude={"release"})
 
 
 def student_view(report: Report, *, release: bool) -> StudentView:

@@ -70,12 +70,13 @@ class KernelGrader:
     def report(self, lab: str, source: str, *, hidden: HiddenFile | None, lang: str,
                search_path: Path | None) -> Report:
         from grader.engine import CheckOptions, grade_submission
+        from grader.hidden import grading_key
         from grader.labs import LAB_FILES, check_lab_name
         from grader.sandbox import Sandbox
         from grader.sandbox.runner import SandboxError
         from grader.submission import Submission
 
-        key = hashlib.sha256(json.dumps([lab, source, hidden and hidden.model_dump_json(),
+        key = hashlib.sha256(json.dumps([lab, source, hidden and grading_key(hidden),
                                          lang, str(search_path)]).encode()).hexdigest()
         if key in self._reports:
             self._reports.move_to_end(key)
@@ -144,7 +145,7 @@ def grade_function(lab: str, function: str, *, hidden: str | None = None,
         warnings.simplefilter("ignore")
         from grader import feedback
         from grader.exporters.text import feedback_text
-        from grader.hidden import parse_hidden_text
+        from grader.hidden import parse_hidden_text, released
         from grader.labs import get_lab
 
         functions = get_lab(lab).functions
@@ -156,5 +157,5 @@ def grade_function(lab: str, function: str, *, hidden: str | None = None,
         report = _grader().report(lab, kernel_source(history), hidden=cases, lang=lang,
                                   search_path=Path.cwd())
         part = function_report(report, function)
-        print(feedback_text(part, lang=lang, release=bool(cases and cases.release)), end="")
+        print(feedback_text(part, lang=lang, release=released(cases)), end="")
     return min(part.score, part.max_score)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from grader.batch import BatchOptions, grade_class
+from grader.checks.findings import Phrase, fail
 from grader.engine import CheckOptions, check_submission, error_report
 from grader.exporters.text import feedback_text
 from grader.hidden import (
@@ -17,8 +18,12 @@ from grader.hidden import (
     HiddenFileError,
     judging_checks,
     load_hidden_file,
+    rename_case,
     resolve,
     student_view,
+)
+from grader.hidden import (
+    released as released_by,
 )
 from grader.labs import LAB_FILES, get_lab
 from grader.models import Limits, Report
@@ -219,6 +224,12 @@ def test_batch_release_rewrites_feedback_without_regrading(tmp_path: Path) -> No
     assert released.reused == 1 and released.graded == 0
     assert "large_lr" in (out / "feedback" / "tuned.txt").read_text()
 
+    # `release = true` written in the file is the same decision: no regrading either.
+    in_file = hidden.model_copy(update={"release": True})
+    again = grade_class(subs, options=options(hidden=in_file, release=released_by(in_file)))
+    assert again.reused == 1 and again.graded == 0
+    assert "large_lr" in (out / "feedback" / "tuned.txt").read_text()
+
     without = grade_class(subs, options=options(hidden=None))
     assert without.graded == 1, "another hidden file (or none) regrades"
 
@@ -240,3 +251,13 @@ def test_the_command_line_takes_hidden_and_release(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "large_lr" in (tmp_path / "out" / "feedback" / "tuned.txt").read_text()
+
+
+def test_renaming_a_case_changes_only_the_parameters_that_name_it() -> None:
+    """optim's case ids are dtype names: the dtype in a message must survive the rename."""
+    finding = fail("values_mismatch", function="sgd_step", case="float32", dtype="float32",
+                   where=Phrase("error_case", {"case": "float32", "dtype": "float32"}))
+    renamed = rename_case(finding, "float32", "large_lr")
+    assert renamed.params["case"] == "large_lr" and renamed.params["dtype"] == "float32"
+    assert renamed.params["where"].params == {"case": "large_lr", "dtype": "float32"}
+    assert rename_case(finding, "float64", "x").params == finding.params

@@ -106,7 +106,7 @@ def run(root: Path, config_path: Path) -> Path:
     submission's or the configuration's sake."""
     from grader.batch import write_atomically
     from grader.engine import CheckOptions, UsageError, check_submission, error_report
-    from grader.hidden import HiddenFileError, load_hidden_file
+    from grader.hidden import HiddenFileError, load_hidden_file, released
     from grader.labs import LAB_FILES, UnknownLabError
     from grader.submission import SubmissionError, find_upload
 
@@ -127,7 +127,8 @@ def run(root: Path, config_path: Path) -> Path:
         except SubmissionError as exc:  # score 0 out of the assignment's points, with why
             report = error_report(lab=config.lab, submission=str(root / "submission"),
                                   error=str(exc), options=options)
-        data = results_json(report, lang=lang, hidden_visibility=config.hidden_visibility)
+        data = results_json(report, lang=lang, hidden_visibility=config.hidden_visibility,
+                            release=released(hidden))
     except (GradescopeError, HiddenFileError, UsageError, UnknownLabError) as exc:
         data = failure_results(feedback.ui("autograder_misconfigured", lang, error=exc))
     except Exception as exc:  # the grader's own failure: still a result, with the reason
