@@ -125,18 +125,27 @@ def _read(found: Found, filename: str) -> Submission | str:
 
 
 class _Workers:
-    """One sandbox per worker thread, started on first use and all closed at the end."""
+    """One sandbox per worker thread, started on first use and all closed at the end. Each
+    thread keeps a slot of its own, so its children drop to a uid no other worker's use."""
 
     def __init__(self, lab: str) -> None:
         self._lab = lab
         self._local = threading.local()
         self._all: list[Sandbox] = []
+        self._slots = 0
         self._lock = threading.Lock()
+
+    def slot(self) -> int:
+        if getattr(self._local, "slot", None) is None:
+            with self._lock:
+                self._local.slot = self._slots
+                self._slots += 1
+        return int(self._local.slot)
 
     def sandbox(self) -> Sandbox:
         sandbox = getattr(self._local, "sandbox", None)
         if sandbox is None:
-            sandbox = Sandbox([self._lab])
+            sandbox = Sandbox([self._lab], uid_slot=self.slot())
             self._local.sandbox = sandbox
             with self._lock:
                 self._all.append(sandbox)

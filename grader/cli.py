@@ -101,6 +101,14 @@ def grading_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.version_option(package_name="inplace-grader")
 def main() -> None:
     """Grade PyTorch in-place semantics: identity, storage, version counter, allocations."""
+    import os
+
+    from grader.sandbox.limits import UidError, configured_uid
+
+    try:
+        configured_uid(os.environ)  # a typo here would otherwise surface mid-run
+    except UidError as exc:
+        _usage_error(str(exc))
 
 
 @main.command()

@@ -8,6 +8,7 @@ import os
 import resource
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,21 +67,52 @@ def release_freed_memory() -> None:
 
 # A uid no account uses: RLIMIT_NPROC counts processes per uid across the machine, and a
 # leftover-process sweep by uid must not touch anybody else's. Set INPLACE_GRADER_UID to
-# choose another, or to "off" to keep the child's uid.
+# choose another, or to "off" to keep the child's uid. Each batch worker drops to its own uid
+# from there up (base + worker slot), so that students graded side by side can neither signal
+# each other's processes nor share one process count.
 DEFAULT_UID = 64_213
+UID_SLOTS = 1024  # workers a base uid leaves room for
 CHILD_PROCESSES = 256  # a fork bomb stops here (threads count too; root is exempt)
 
 
-def choose_uid(environ: dict[str, str] | None = None) -> int | None:
-    """The uid children drop to: only when running as root, and only where that uid can read
-    the Python installation (a pyenv under /root 0700 cannot: lazy imports would fail)."""
-    environ = dict(os.environ) if environ is None else environ
-    wanted = environ.get("INPLACE_GRADER_UID", "")
-    if os.geteuid() != 0 or wanted.lower() == "off":
+class UidError(ValueError):
+    """INPLACE_GRADER_UID is not a uid the grader may drop to: one line for the user."""
+
+
+def configured_uid(environ: Mapping[str, str]) -> int | None:
+    """The base uid from INPLACE_GRADER_UID: DEFAULT_UID when unset, None for "off"."""
+    wanted = environ.get("INPLACE_GRADER_UID", "").strip()
+    if not wanted:
+        return DEFAULT_UID
+    if wanted.lower() == "off":
         return None
-    uid = int(wanted) if wanted.isdigit() else DEFAULT_UID
+    if not wanted.isdigit() or not 0 < int(wanted) <= 2**31 - 1 - UID_SLOTS:
+        raise UidError(f"INPLACE_GRADER_UID={wanted!r}: expected an unused uid above 0 (0 is "
+                       f"root, which would drop nothing) and below {2**31 - UID_SLOTS}, or off")
+    return int(wanted)
+
+
+def worker_uid(base: int, slot: int) -> int:
+    """The uid of batch worker `slot` (0, 1, ...)."""
+    if not 0 <= slot < UID_SLOTS:
+        raise UidError(f"worker {slot}: at most {UID_SLOTS} workers drop to their own uid")
+    return base + slot
+
+
+def python_readable_by_others() -> bool:
+    """Whether another uid can run this Python and torch (a pyenv under /root 0700 cannot:
+    lazy imports would fail after the drop)."""
     needed = [sys.prefix, sys.base_prefix, torch_dir()]  # a venv's stdlib is in base_prefix
-    return uid if all(readable_by_others(Path(path)) for path in needed) else None
+    return all(readable_by_others(Path(path)) for path in needed)
+
+
+def choose_uid(environ: Mapping[str, str] | None = None, *, slot: int = 0) -> int | None:
+    """The uid children drop to: only when running as root, and only where that uid can read
+    the Python installation."""
+    base = configured_uid(os.environ if environ is None else environ)
+    if base is None or os.geteuid() != 0 or not python_readable_by_others():
+        return None
+    return worker_uid(base, slot)
 
 
 def torch_dir() -> str:

@@ -75,11 +75,12 @@ class Sandbox:
 
     protections = ("separate process", "process group kill", "child subreaper")
 
-    def __init__(self, labs: list[str], *, run_as: int | Literal["auto"] | None = "auto"
-                 ) -> None:
+    def __init__(self, labs: list[str], *, run_as: int | Literal["auto"] | None = "auto",
+                 uid_slot: int = 0) -> None:
         """`run_as`: the uid children drop to; "auto" chooses one when running as root
-        (limits.choose_uid), None keeps the grader's uid."""
-        self.run_as: int | None = choose_uid() if run_as == "auto" else run_as
+        (limits.choose_uid; sandboxes running side by side pass distinct `uid_slot`s), None
+        keeps the grader's uid."""
+        self.run_as: int | None = choose_uid(slot=uid_slot) if run_as == "auto" else run_as
         self._workdir = tempfile.TemporaryDirectory(prefix="inplace-grader-")
         self.workdir = Path(self._workdir.name)
         # A child that dropped its uid reaches its scratch folder through here: search-only,
@@ -142,7 +143,12 @@ class Sandbox:
         scratch = job_dir / "scratch"
         scratch.mkdir(mode=0o700)
         if self.run_as is not None:
-            search_path = _own_copy(search_path, scratch) if search_path else None
+            if search_path:
+                search_path, note = _own_copy(search_path, scratch)
+                if note:  # where the student reads their program's output (--debug)
+                    fd = os.open(job_dir / "output.log", os.O_WRONLY | os.O_CREAT, 0o600)
+                    with os.fdopen(fd, "w") as handle:
+                        handle.write(note)
             for path in [scratch, *scratch.rglob("*")]:
                 os.lchown(path, self.run_as, self.run_as)
         job = Job(
@@ -208,16 +214,39 @@ class Sandbox:
 OWN_FOLDER_LIMIT = 64 * 1024**2
 
 
-def _own_copy(folder: Path, scratch: Path) -> Path:
+def _own_copy(folder: Path, scratch: Path) -> tuple[Path, str]:
     """The student's own folder as the child will import from it after the uid drop: as is
-    where every uid may read it, else copied into its scratch folder, up to 64 MiB. The copy
-    is the student's own files: theirs to change."""
+    where every uid may read it, else copied into its scratch folder (the copy is theirs to
+    change). The copy holds at most 64 MiB: Python files first, then the smallest others.
+    Also returns a note naming what was left out, for the student's output log."""
     if readable_by_others(folder):
-        return folder
-    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-    if size <= OWN_FOLDER_LIMIT:
-        shutil.copytree(folder, scratch, symlinks=True, dirs_exist_ok=True)
-    return scratch
+        return folder, ""
+    files = sorted((path for path in folder.rglob("*") if path.is_file() or path.is_symlink()),
+                   key=lambda path: (path.suffix != ".py", _size(path), str(path)))
+    copied, left_out = 0, []
+    for path in files:
+        size = _size(path)
+        if copied + size > OWN_FOLDER_LIMIT:
+            left_out.append(str(path.relative_to(folder)))
+            continue
+        target = scratch / path.relative_to(folder)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink():
+            target.symlink_to(os.readlink(path))
+        else:
+            shutil.copyfile(path, target)
+        copied += size
+    if not left_out:
+        return scratch, ""
+    shown = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5
+                                       else "")
+    return scratch, (f"inplace-grader: your folder holds more than "
+                     f"{OWN_FOLDER_LIMIT // 1024**2} MiB; the grader copied its Python files "
+                     f"and smaller files only, and left out {shown}\n")
+
+
+def _size(path: Path) -> int:
+    return 0 if path.is_symlink() else path.stat().st_size
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

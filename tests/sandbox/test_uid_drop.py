@@ -11,7 +11,16 @@ import pytest
 
 from grader.engine import CheckOptions, grade_submission
 from grader.sandbox import Sandbox
-from grader.sandbox.limits import DEFAULT_UID, choose_uid, readable_by_others
+from grader.sandbox.limits import (
+    DEFAULT_UID,
+    UidError,
+    choose_uid,
+    configured_uid,
+    python_readable_by_others,
+    readable_by_others,
+    worker_uid,
+)
+from grader.sandbox.runner import OWN_FOLDER_LIMIT, _own_copy
 from grader.submission import load_submission
 from tests.conftest import SOLUTION
 
@@ -36,11 +45,72 @@ def test_the_uid_is_chosen_only_as_root_and_where_python_is_readable(tmp_path: P
     assert not readable_by_others(closed / "inner")
     assert readable_by_others(Path("/usr"))
     assert choose_uid({"INPLACE_GRADER_UID": "off"}) is None
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 or not python_readable_by_others():
         assert choose_uid({}) is None
-    elif readable_by_others(Path(os.__file__).parent):
+    else:
         assert choose_uid({}) == DEFAULT_UID
-        assert choose_uid({"INPLACE_GRADER_UID": "4321"}) == 4321
+        assert choose_uid({"INPLACE_GRADER_UID": "4321"}, slot=2) == 4323
+
+
+@pytest.mark.parametrize("value", ["0", "root", "-5", "12x", str(2**31)])
+def test_a_uid_that_would_drop_nothing_or_cannot_exist_is_refused(value: str) -> None:
+    with pytest.raises(UidError, match="INPLACE_GRADER_UID"):
+        configured_uid({"INPLACE_GRADER_UID": value})
+
+
+def test_the_grader_refuses_a_bad_uid_setting_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "grader", "check", str(SOLUTION)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "INPLACE_GRADER_UID": "0"})
+    assert run.returncode == 2
+    assert run.stderr.startswith("inplace-grader: error: INPLACE_GRADER_UID='0'")
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_batch_workers_each_drop_to_a_uid_of_their_own() -> None:
+    """Side by side, one student's fork bomb must not use up another's process count, nor
+    may one student's code signal another's (same uid: the kernel would let it)."""
+    import threading
+
+    from grader.batch import _Workers
+
+    workers = _Workers("optim")
+    slots: list[int] = []
+
+    threads = [threading.Thread(target=lambda: slots.extend([workers.slot(), workers.slot()]))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(set(slots)) == [0, 1, 2, 3]  # distinct per thread, stable within one
+    assert len({worker_uid(DEFAULT_UID, slot) for slot in slots}) == 4
+    with pytest.raises(UidError):
+        worker_uid(DEFAULT_UID, 5000)
+
+
+def test_an_unreadable_own_folder_is_copied_python_files_first(tmp_path: Path) -> None:
+    folder = tmp_path / "alice"
+    (folder / "pkg").mkdir(parents=True)
+    folder.chmod(0o700)
+    (folder / "pkg" / "helper.py").write_text("VALUE = 1\n")
+    (folder / "notes.txt").write_text("small")
+    with (folder / "data.bin").open("wb") as handle:  # sparse: no disk used
+        handle.truncate(OWN_FOLDER_LIMIT + 1)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    copied, note = _own_copy(folder, scratch)
+    assert copied == scratch
+    assert (scratch / "pkg" / "helper.py").read_text() == "VALUE = 1\n"
+    assert (scratch / "notes.txt").exists() and not (scratch / "data.bin").exists()
+    assert "left out data.bin" in note and "64 MiB" in note
+    (folder / "data.bin").unlink()
+    again = tmp_path / "again"
+    again.mkdir()
+    assert _own_copy(folder, again) == (again, "")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
