@@ -12,19 +12,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from grader import feedback
+from grader.exporters.text import check_details
 from grader.hidden import student_view
-from grader.models import CheckResult, Report
+from grader.models import Report
 
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
-
-
-def _test_output(check: CheckResult, lang: str) -> str:
-    if check.status == "passed":
-        return ""
-    lines = [check.message]
-    lines += [f"{feedback.ui(key, lang)}: {value}" for key, value in
-              (("expected", check.expected), ("got", check.got), ("hint", check.hint)) if value]
-    return "\n".join(lines)
 
 
 def _summary(report: Report, lang: str, *, release: bool) -> str:
@@ -60,7 +52,7 @@ def results_json(report: Report, *, lang: str = "en",
             "score": check.score,
             "max_score": check.max_score,
             "status": "passed" if check.status == "passed" else "failed",
-            "output": _test_output(check, lang),
+            "output": "" if check.status == "passed" else check_details(check, lang),
             "tags": [check.function, check.kind],
             "visibility": hidden_visibility if check.hidden and not release else "visible",
             "extra_data": {"id": check.id, "device": check.device},

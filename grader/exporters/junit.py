@@ -13,22 +13,15 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
-from grader import feedback
+from grader.exporters.text import check_details
 from grader.hidden import student_view
-from grader.models import CheckResult, Report
+from grader.models import Report
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 
 
 def _text(value: str) -> str:
     return _NOT_XML.sub("\ufffd", value)
-
-
-def _details(check: CheckResult, lang: str) -> str:
-    lines = [check.message]
-    lines += [f"{feedback.ui(key, lang)}: {value}" for key, value in
-              (("expected", check.expected), ("got", check.got), ("hint", check.hint)) if value]
-    return _text("\n".join(lines))
 
 
 def _suite(parent: ET.Element, report: Report, *, release: bool, lang: str) -> None:
@@ -62,7 +55,7 @@ def _suite(parent: ET.Element, report: Report, *, release: bool, lang: str) -> N
         elif check.status == "failed":
             tag = "error" if check.kind == "runtime" else "failure"
             ET.SubElement(case, tag, {"message": _text(check.message),
-                                      "type": check.kind}).text = _details(check, lang)
+                                      "type": check.kind}).text = _text(check_details(check, lang))
 
 
 def junit_xml(reports: Iterable[Report], *, release: bool = False, lang: str = "en") -> str:

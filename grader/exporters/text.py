@@ -10,8 +10,17 @@ from collections import Counter
 
 from grader import feedback
 from grader.hidden import student_view
-from grader.models import Report
+from grader.models import CheckResult, Report
 from grader.render import MARKS, group_failures
+
+
+def check_details(check: CheckResult, lang: str) -> str:
+    """A failed check as plain lines: its message, then what was expected, what the code did
+    and the hint, each labelled (the test output of Gradescope and JUnit)."""
+    lines = [check.message]
+    lines += [f"{feedback.ui(key, lang)}: {value}" for key, value in
+              (("expected", check.expected), ("got", check.got), ("hint", check.hint)) if value]
+    return "\n".join(lines)
 
 
 def feedback_text(full_report: Report, *, lang: str, release: bool = False) -> str:

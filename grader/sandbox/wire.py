@@ -76,13 +76,21 @@ def loads(data: bytes) -> Any:
         raise WireError(f"bad header: {exc}") from exc
 
 
+def _is_count(value: Any) -> bool:
+    """A non-negative int (JSON's true is an int to Python, not to us)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _tensor(entry: Any, body: bytearray) -> torch.Tensor:
     try:
         offset, nbytes, dtype_name, shape = entry
         dtype = DTYPES[dtype_name]
-        shape = [int(s) for s in shape]
     except (ValueError, TypeError, KeyError) as exc:
         raise WireError(f"bad tensor entry {entry!r}") from exc
+    # The file is written by the student's process: every number is checked, not trusted.
+    if not (_is_count(offset) and _is_count(nbytes) and isinstance(shape, list)
+            and all(_is_count(size) for size in shape)):
+        raise WireError(f"bad tensor entry {entry!r}")
     itemsize = _ITEMSIZE[dtype]
     if (nbytes != math.prod(shape) * itemsize or offset < 0 or offset + nbytes > len(body)
             or offset % ALIGN):

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+import struct
+
 import pytest
 import torch
 
@@ -36,3 +39,23 @@ def test_a_tensor_pointing_outside_the_body_is_refused() -> None:
     data = dumps({"t": torch.randn(3)})  # 12 bytes, padded to ALIGN
     with pytest.raises(WireError, match="out of range"):
         loads(data[:-ALIGN])
+
+
+def _forged(entry: object) -> bytes:
+    header = json.dumps({"t": {"__tensor__": entry}}).encode()
+    return struct.pack("<Q", len(header)) + header + b"\0" * 64
+
+
+@pytest.mark.parametrize("entry", [
+    ["0", 12, "float32", [3]],          # an offset that is text
+    [0.0, 12, "float32", [3]],          # a float offset
+    [True, 12, "float32", [3]],         # JSON's true
+    [0, 8, "float32", [-1, -2]],        # negative sizes whose product fits
+    [0, 4, "float32", [1.5]],           # a fractional size
+    [0, 12, "float32", "3"],            # a shape that is not a list
+    [0, 12, "float32", [3], "extra"],   # too many fields
+    [0, 12, "complex1024", [3]],        # no such dtype
+])
+def test_a_forged_tensor_entry_is_refused_not_raised_through(entry: object) -> None:
+    with pytest.raises(WireError):
+        loads(_forged(entry))
