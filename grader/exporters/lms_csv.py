@@ -181,7 +181,8 @@ def moodle_feedback(student: Standing, lang: str = "en") -> str:
     if names:
         more = len(names) - FAILED_NAMED
         line += "; " + feedback.ui("lms_failed", lang, names=", ".join(names[:FAILED_NAMED]))
-        line += " " + feedback.ui("lms_more", lang, count=more) if more > 0 else ""
+        if more > 0:
+            line += " " + feedback.ui("lms_more", lang, count=more)
     return line
 
 

@@ -229,7 +229,7 @@ def restrict_syscalls(protected: list[int]) -> list[str]:
     function has no use for them, and they would name a process by a number not in the list.
 
     A thread the grader starts after this child was forked is not in the list; where the
-    child drops to its own uid (as root: Gradescope, Docker, CI), the kernel refuses those too.
+    child drops to its own uid (as root: Gradescope, Docker), the kernel refuses those too.
     Returns the protections added; none where libseccomp or the kernel refuses.
     """
     try:
