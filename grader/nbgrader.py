@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,47 +117,27 @@ def hidden_for(hidden: HiddenFile, lab: Lab, function: str) -> HiddenFile | None
 
 def hidden_toml(hidden: HiddenFile) -> str:
     """`hidden` written back as TOML that `parse_hidden_text` reads to the same file."""
-    lines = [f"lab = {_toml_value(hidden.lab)}"]
+    import tomli_w
+
+    document: dict[str, Any] = {"lab": hidden.lab}
     if hidden.hide:
-        lines.append(f"hide = {_toml_value(hidden.hide)}")
+        document["hide"] = list(hidden.hide)
     if hidden.release:
-        lines.append("release = true")
-    for case in hidden.cases:
-        lines += ["", "[[case]]"]
-        fields = case.model_dump(exclude_defaults=True)
-        lines += [f"{_toml_key(key)} = {_toml_value(fields[key])}"
-                  for key in ("function", "like", "name", "weight", "set") if key in fields]
-    text = "\n".join(lines) + "\n"
+        document["release"] = True
+    if hidden.cases:
+        fields = ("function", "like", "name", "weight", "set")
+        document["case"] = [{key: value for key, value in
+                             case.model_dump(exclude_defaults=True).items() if key in fields}
+                            for case in hidden.cases]
+    try:
+        text = tomli_w.dumps(document)
+    except TypeError as exc:  # a value TOML has no type for
+        raise SourceNotebookError(f"{hidden.source}: cannot write its cases as TOML ({exc})"
+                                  ) from exc
     again = parse_hidden_text(text, source="generated hidden tests")
     if again.model_dump() != hidden.model_dump():  # a value TOML cannot hold as written
         raise SourceNotebookError(f"{hidden.source}: cannot write its cases back as TOML")
     return text
-
-
-def _toml_key(key: str) -> str:
-    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
-    return key if bare else _toml_value(key)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        return "{ " + ", ".join(f"{_toml_key(str(k))} = {_toml_value(v)}"
-                                for k, v in value.items()) + " }"
-    raise SourceNotebookError(f"a hidden case holds {value!r}, which TOML cannot write")
 
 
 def _python_string(text: str) -> str:

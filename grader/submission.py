@@ -128,7 +128,6 @@ def find_upload(folder: Path, filename: str, *, lang: str = "en") -> Path:
     """The student's file in an upload folder (Gradescope, a repository checkout): the lab's
     file or notebook, else the only .py or .ipynb there. The errors are worded for the
     student who uploaded."""
-
     for candidate in (folder / filename, folder / filename.replace(".py", ".ipynb")):
         if candidate.is_file():
             return candidate
