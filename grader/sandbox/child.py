@@ -154,6 +154,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
     clean = tamper.snapshot()
+    tamper_changes = tamper.changes  # bound now: a submission may replace the module's own
     try:
         module = import_submission(job.submission_path, source)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import count too
@@ -162,7 +163,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
         return
     if first_task == 0:
         _save({**header, "api": lab_probes.describe_api(module),
-               "tampered": tamper.changes(clean)}, results[job.api_path])
+               "tampered": tamper_changes(clean)}, results[job.api_path])
     _progress(progress_fd, "I")
     for index in range(first_task, len(job.tasks)):
         task = job.tasks[index]
@@ -170,7 +171,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
         tensors.subclasses_seen(reset=True)
         observations = lab_probes.probe(module, task.function, device=task.device,
                                         cases=task.cases)
-        changed = tamper.changes(clean)
+        changed = tamper_changes(clean)
         _save({**header, "observations": observations, "tampered": changed,
                "tensor_subclasses": tensors.subclasses_seen()}, results[task.result_path])
         _progress(progress_fd, f"D {index}")
