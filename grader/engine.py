@@ -151,10 +151,9 @@ def error_report(*, lab: str, submission: str, error: str, options: CheckOptions
     plan = hidden_plan(lab_obj, options.hidden)
     visible = hidden = 0.0
     for function in lab_obj.functions:
-        per_device = unit_points_split(lab_obj, function, rubric, plan, shared=False)
-        shared = unit_points_split(lab_obj, function, rubric, plan, shared=True)
-        visible += per_device.visible * len(devices) + shared.visible - per_device.visible
-        hidden += per_device.hidden * len(devices) + shared.hidden - per_device.hidden
+        for index, _device in enumerate(devices):  # as the runtime rows of a dead submission
+            points = unit_points_split(lab_obj, function, rubric, plan, shared=index == 0)
+            visible, hidden = visible + points.visible, hidden + points.hidden
     report = _report(lab, submission, [], time.monotonic())
     return report.model_copy(update={"max_score": round(visible + hidden, 6), "error": error,
                                      "hidden_max_score": round(hidden, 6)})
