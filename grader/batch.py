@@ -69,7 +69,7 @@ def submission_hash(source: str, *, lab: str, options: CheckOptions) -> str:
     digest = hashlib.sha256()
     override = options.rubric_override.model_dump_json() if options.rubric_override else ""
     hidden = grading_key(options.hidden) if options.hidden else ""
-    for part in (lab, __version__, options.device, options.lang,
+    for part in (lab, __version__, options.device, options.lang, options.integrity,
                  options.limits.model_dump_json(), override, hidden, source):
         digest.update(part.encode())
         digest.update(b"\0")
@@ -209,7 +209,9 @@ def write_class_files(options: BatchOptions, standings: list[Standing]) -> Class
         {"graded": summary.graded, "errors": summary.errors,
          "mean_percent": summary.mean_percent, "median_percent": summary.median_percent,
          "distribution": summary.distribution,
-         "most_failed": [vars(f) for f in summary.most_failed]}, indent=2))
+         "most_failed": [vars(f) for f in summary.most_failed],
+         "flagged": [{"student": student, "findings": findings}
+                     for student, findings in summary.flagged]}, indent=2))
     return summary
 
 

@@ -91,6 +91,10 @@ def grading_options(command: Callable[..., None]) -> Callable[..., None]:
         click.option("--hidden", "hidden_path", type=click.Path(path_type=Path),
                      help="Instructor TOML file of hidden cases and withheld checks "
                           "(see docs/hidden-cases.md)."),
+        click.option("--integrity", type=click.Choice(["flag", "fail"]), default="flag",
+                     show_default=True,
+                     help="Source that reaches for introspection, raw memory or the grader's "
+                          "meters: flag it for review, or fail the functions that do."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -122,7 +126,7 @@ def main() -> None:
 @click.option("--debug", is_flag=True, help="Show tracebacks and the submission's output.")
 def check(submission: Path, lab: str | None, device: str, output_format: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
-          hidden_path: Path | None, debug: bool) -> None:
+          hidden_path: Path | None, integrity: str, debug: bool) -> None:
     """Grade one submission (a .py file, a folder or a notebook)."""
     from grader import feedback
     from grader.engine import CheckOptions, UsageError, check_submission
@@ -135,7 +139,7 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
     options = CheckOptions(device=device, lang=lang,
                            limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
                            rubric_override=_load_override(rubric_path),
-                           hidden=_load_hidden(hidden_path))
+                           hidden=_load_hidden(hidden_path), integrity=integrity)
     try:
         report = check_submission(submission, lab=lab, options=options)
     except (UsageError, UnknownLabError, SubmissionError) as exc:
@@ -168,7 +172,7 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
 @click.option("--force", is_flag=True, help="Regrade submissions already graded.")
 def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
-          hidden_path: Path | None, release: bool, force: bool) -> None:
+          hidden_path: Path | None, integrity: str, release: bool, force: bool) -> None:
     """Grade a class: SUBMISSIONS is a folder of files or folders named by student, or an
     nbgrader course (submitted/<student>/<assignment>/)."""
     import os
@@ -195,7 +199,8 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
         release=released(hidden, release_flag=release),
         check=CheckOptions(device=device, lang=lang,
                            limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
-                           rubric_override=_load_override(rubric_path), hidden=hidden))
+                           rubric_override=_load_override(rubric_path), hidden=hidden,
+                           integrity=integrity))
     try:
         check_instructor_files(options)
     except UsageError as exc:

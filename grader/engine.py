@@ -30,7 +30,7 @@ from grader.hidden import (
 from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name
 from grader.labs.base import CheckSpec, Evidence, Lab
 from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
-from grader.sandbox import Sandbox, TaskSpec
+from grader.sandbox import JobResult, Sandbox, TaskSpec
 from grader.submission import Submission, load_submission
 
 
@@ -45,6 +45,9 @@ class CheckOptions:
     lang: str = "en"
     rubric_override: RubricOverride | None = None
     hidden: HiddenFile | None = None
+    # What the static integrity scan's findings do: "flag" (listed for the instructor, a
+    # neutral line for the student) or "fail" (the functions that reach them fail).
+    integrity: str = "flag"
 
 
 def resolve_devices(choice: str) -> tuple[list[str], list[str]]:
@@ -134,12 +137,13 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
         devices, skipped = resolve_devices(options.device)
         rubric = effective_rubric(lab_obj, options.rubric_override)
         plan = hidden_plan(lab_obj, options.hidden)
-        checks, probe_s, in_force = _grade(sandbox, lab_obj, submission, devices, rubric,
-                                           options, plan)
-    checks += _skipped(lab_obj, skipped, rubric, options.lang)
+        graded = _grade(sandbox, lab_obj, submission, devices, rubric, options, plan)
+    checks = graded.checks + _skipped(lab_obj, skipped, rubric, options.lang)
     report = _report(lab, str(submission.path), checks, started)
-    protections = list(Sandbox.protections) + in_force
-    return report.model_copy(update={"probe_s": round(probe_s, 4), "protections": protections})
+    protections = list(dict.fromkeys([*Sandbox.protections, *graded.protections]))
+    return report.model_copy(update={"probe_s": round(graded.probe_s, 4),
+                                     "protections": protections,
+                                     "integrity": graded.integrity})
 
 
 def error_report(*, lab: str, submission: str, error: str, options: CheckOptions) -> Report:
@@ -180,29 +184,38 @@ def _enabled(check: CheckSpec, rubric: Rubric) -> bool:
 
 
 class UnitPoints(NamedTuple):
-    """A unit's points split by what students see: withheld checks and hidden cases are
-    `hidden`, so that a row standing in for them can be hidden too."""
+    """A unit's points split by what students see and by which child earns them: `visible`
+    and `withheld` checks read the lab's own cases (withheld ones are hidden from students),
+    `variants` are the hidden cases' checks, run in a child of their own."""
 
     visible: float
-    hidden: float
+    withheld: float
+    variants: float
+
+    @property
+    def hidden(self) -> float:
+        return self.withheld + self.variants
+
+
+ALL_PARTS = frozenset({"visible", "withheld", "variants"})
 
 
 def unit_points_split(lab: Lab, function: str, rubric: Rubric, plan: HiddenPlan, *,
                       shared: bool) -> UnitPoints:
     """Points of one function on one device: its per-device checks and hidden cases, plus,
     with `shared`, its once-per-submission checks (api, policy)."""
-    visible = hidden = 0.0
+    visible = withheld = variants = 0.0
     for check in lab.checks_for(function):
         if (shared or check.per_device) and _enabled(check, rubric):
             if check.id in plan.withheld:
-                hidden += _points(rubric, check)
+                withheld += _points(rubric, check)
             else:
                 visible += _points(rubric, check)
     for variant, check_id in iter_variant_checks(plan, function):
         check = lab.check(check_id)
         if (shared or check.per_device) and _enabled(check, rubric):
-            hidden += _points(rubric, check) * variant.weight
-    return UnitPoints(visible, hidden)
+            variants += _points(rubric, check) * variant.weight
+    return UnitPoints(visible, withheld, variants)
 
 
 def unit_points(lab: Lab, function: str, rubric: Rubric, plan: HiddenPlan, *,
@@ -211,91 +224,169 @@ def unit_points(lab: Lab, function: str, rubric: Rubric, plan: HiddenPlan, *,
     return sum(unit_points_split(lab, function, rubric, plan, shared=shared))
 
 
-def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str],
-           rubric: Rubric, options: CheckOptions, plan: HiddenPlan
-           ) -> tuple[list[CheckResult], float, list[str]]:
-    """The check results, the seconds the submission's tasks ran, and the limits and
-    isolation the child reported in force."""
-    from grader.checks.policy import static_uses
+@dataclass(frozen=True)
+class _Ran:
+    """One task as the engine judges it: why it gave nothing to judge, or its observations."""
 
+    device: str
+    problem: Finding | None
+    observations: dict[str, Any]
+    log: str
+
+
+def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
+         limits: Limits, submission: Submission) -> list[_Ran]:
+    ran = []
+    for task, (outcome, record) in zip(tasks, job.tasks, strict=True):
+        if task.function != function:
+            continue
+        problem = _problem(outcome.status, outcome.signal, outcome.exit_code, record, function,
+                           limits, submission, integrity=outcome.integrity,
+                           detail=outcome.detail)
+        if problem is None and record is None:
+            problem = fail("no_result", function=function)
+        ran.append(_Ran(task.device, problem,
+                        record["observations"] if problem is None and record else {}, job.log))
+    return ran
+
+
+class Graded(NamedTuple):
+    checks: list[CheckResult]
+    probe_s: float  # seconds the submission's tasks ran
+    protections: list[str]  # the layers in force
+    integrity: list[str]  # the static integrity scan's findings
+
+
+def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str],
+           rubric: Rubric, options: CheckOptions, plan: HiddenPlan) -> Graded:
+    """The check results, the seconds the submission's tasks ran, the layers in force and the
+    integrity findings.
+
+    The lab's cases run in one job; hidden cases, where there are any, in a second job after
+    it, so that no child running visible cases holds a hidden case (or could put one in a
+    visible message), and what the hidden child says stays with the hidden results."""
     target = sandbox.new_submission_file(submission.source)
-    tasks = [TaskSpec(function, device,
-                      lab.cases(function) + [v.run_case for v in plan.for_function(function)])
-             for function in lab.functions for device in devices]
+    visible = [TaskSpec(function, device, lab.cases(function))
+               for function in lab.functions for device in devices]
+    secret = [TaskSpec(function, device, [v.run_case for v in plan.for_function(function)],
+                       private=True)
+              for function in lab.functions if plan.for_function(function)
+              for device in devices]
+    hidden_job: JobResult | None = None
     try:
-        job = sandbox.run_job(lab=lab.name, submission=target, tasks=tasks,
-                              limits=options.limits, search_path=submission.search_path)
+        job = sandbox.run_job(lab=lab.name, submission=target, tasks=visible,
+                              limits=options.limits, search_path=submission.search_path,
+                              forbidden_package=lab.forbidden_package)
+        problem = _problem(job.outcome.api_status, job.outcome.api_signal,
+                           job.outcome.api_exit_code, job.api, "import", options.limits,
+                           submission, integrity=job.outcome.api_integrity,
+                           detail=job.outcome.api_detail)
+        if secret and problem is None:
+            hidden_job = sandbox.run_job(lab=lab.name, submission=target, tasks=secret,
+                                         limits=options.limits,
+                                         search_path=submission.search_path)
     finally:
         sandbox.discard(target)
-    problem = _problem(job.outcome.api_status, job.outcome.api_signal,
-                       job.outcome.api_exit_code, job.api, "import", options.limits, submission)
-    probe_s = sum(outcome.wall_s for outcome in job.outcome.tasks)
-    in_force = [str(p) for p in (job.api or {}).get("limits", [])]
+    probe_s = sum(outcome.wall_s for ran in (job, hidden_job) if ran is not None
+                  for outcome in ran.outcome.tasks)
+    scan = job.outcome.static
+    flagged = list(dict.fromkeys(line for name in lab.functions
+                                 for line in scan.integrity_of(name)))
     if problem is not None:
-        return [
+        return Graded([
             row
             for function in lab.functions for index, device in enumerate(devices)
             for row in _runtime_results(lab, function, device, problem, rubric, options.lang,
                                         job.log, plan, include_shared=index == 0)
-        ], probe_s, in_force
+        ], probe_s, job.protections, flagged)
     assert job.api is not None
     api = job.api["api"]
-    static = (static_uses(submission.source, package=lab.forbidden_package,
-                          names=list(lab.functions)) if lab.forbidden_package
-              else {name: [] for name in lab.functions})
     results: list[CheckResult] = []
     for function in lab.functions:
-        policy_calls: list[str] = []
-        first_cases: dict[str, Any] = {}
-        unit_keys: list[str] = []
-        ran = [(task, outcome, record) for task, (outcome, record) in zip(tasks, job.tasks,
-                                                                          strict=True)
-               if task.function == function]
-        problems = [
-            _problem(outcome.status, outcome.signal, outcome.exit_code, record, function,
-                     options.limits, submission) or (None if record is not None else
-                                                     fail("no_result", function=function))
-            for _, outcome, record in ran
-        ]
-        # When no task of the function gave observations, its api/policy points go with the
-        # first runtime result: every student keeps the same maximum score.
-        none_usable = all(problem is not None for problem in problems)
-        for index, ((task, _outcome, record), problem) in enumerate(zip(ran, problems,
-                                                                       strict=True)):
-            if problem is not None:  # a missing record is a problem too (see `problems`)
-                results += _runtime_results(lab, function, task.device, problem, rubric,
-                                            options.lang, job.log, plan,
-                                            include_shared=none_usable and index == 0)
-                continue
-            assert record is not None
-            observations = record["observations"]
-            policy_calls += observations.get("policy_calls", [])
-            first_cases = first_cases or observations["cases"]
-            evidence = Evidence(api=api, static_policy=static[function], policy_calls=[],
-                                cases=observations["cases"], plan=tuple(lab.cases(function)))
+        if options.integrity == "fail" and scan.integrity_of(function):
+            finding = fail("integrity_static", function=function,
+                           what=scan.integrity_of(function)[0])
+            results += [row for index, device in enumerate(devices)
+                        for row in _runtime_results(lab, function, device, finding, rubric,
+                                                    options.lang, "", plan,
+                                                    include_shared=index == 0)]
+            continue
+        ran = _ran(lab, job, visible, function, options.limits, submission)
+        hidden_ran = None
+        if plan.for_function(function):
+            hidden_ran = (_ran(lab, hidden_job, secret, function, options.limits, submission)
+                          if hidden_job is not None else
+                          [_Ran(r.device, fail("no_result", function=function), {}, "")
+                           for r in ran])
+        results += _function_results(lab, function, api, scan.policy.get(function, []), ran,
+                                     hidden_ran, rubric, options.lang, plan)
+    return Graded(_ordered(lab, results), probe_s, job.protections, flagged)
+
+
+def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list[str],
+                      ran: list[_Ran], hidden_ran: list[_Ran] | None, rubric: Rubric, lang: str,
+                      plan: HiddenPlan) -> list[CheckResult]:
+    """One function's results on every device: its checks where its task ran, a runtime row
+    worth the points of those that could not be judged where it did not; the same for its
+    hidden cases, from their own child."""
+    results: list[CheckResult] = []
+    policy_calls: list[str] = []
+    first_cases: dict[str, Any] = {}
+    first_hidden: dict[str, Any] = {}
+    unit_keys: list[str] = []
+    # Where no task of the function (or of its hidden cases) gave observations, the points of
+    # its once-per-submission checks go with the first runtime row: the same maximum for all.
+    none_usable = all(r.problem is not None for r in ran)
+    no_hidden_usable = hidden_ran is not None and all(r.problem is not None for r in hidden_ran)
+    plan_cases = tuple(lab.cases(function))
+    for index, task in enumerate(ran):
+        if task.problem is not None:
+            parts = {"visible", "withheld"} | (set() if hidden_ran else {"variants"})
+            results += _runtime_results(lab, function, task.device, task.problem, rubric, lang,
+                                        task.log, plan, include_shared=none_usable and index == 0,
+                                        parts=frozenset(parts))
+        else:
+            policy_calls += task.observations.get("policy_calls", [])
+            first_cases = first_cases or task.observations["cases"]
+            evidence = Evidence(api=api, static_policy=static, policy_calls=[],
+                                cases=task.observations["cases"], plan=plan_cases)
             for check in lab.checks_for(function):
                 if check.per_device and _enabled(check, rubric):
                     finding = _judge(check, evidence)
                     unit_keys.append(finding.key)
-                    results.append(_result(check, task.device, finding, rubric, options.lang,
-                                           plan))
-            results += _hidden_results(lab, function, evidence, plan, rubric, options.lang,
-                                       device=task.device, per_device=True)
-        if not first_cases:
-            continue  # every task failed: the runtime result holds the shared points
-        shared = Evidence(api=api, static_policy=static[function], policy_calls=policy_calls,
-                          cases=first_cases, plan=tuple(lab.cases(function)))
+                    results.append(_result(check, task.device, finding, rubric, lang, plan))
+        if hidden_ran is None:
+            continue
+        secret = hidden_ran[index]
+        if secret.problem is not None:
+            results += _runtime_results(lab, function, secret.device, secret.problem, rubric,
+                                        lang, secret.log, plan,
+                                        include_shared=no_hidden_usable and index == 0,
+                                        parts=frozenset({"variants"}))
+            continue
+        policy_calls += secret.observations.get("policy_calls", [])
+        first_hidden = first_hidden or secret.observations["cases"]
+        evidence = Evidence(api=api, static_policy=static, policy_calls=[],
+                            cases=secret.observations["cases"], plan=plan_cases)
+        results += _hidden_results(lab, function, evidence, plan, rubric, lang,
+                                   device=secret.device, per_device=True)
+    if first_cases:
+        shared = Evidence(api=api, static_policy=static, policy_calls=policy_calls,
+                          cases=first_cases, plan=plan_cases)
         # A function whose every check says "not implemented" earns no api or policy points.
         not_implemented = bool(unit_keys) and all(k == "not_implemented" for k in unit_keys)
         results += [
             _result(check, "cpu", fail("not_implemented", function=function) if not_implemented
-                    else _judge(check, shared), rubric, options.lang, plan)
+                    else _judge(check, shared), rubric, lang, plan)
             for check in lab.checks_for(function)
             if not check.per_device and _enabled(check, rubric)
         ]
-        results += _hidden_results(lab, function, shared, plan, rubric, options.lang,
+    if first_hidden or (hidden_ran is None and first_cases):
+        shared = Evidence(api=api, static_policy=static, policy_calls=policy_calls,
+                          cases=first_hidden or first_cases, plan=plan_cases)
+        results += _hidden_results(lab, function, shared, plan, rubric, lang,
                                    device="cpu", per_device=False)
-    return _ordered(lab, results), probe_s, in_force
+    return results
 
 
 def _hidden_results(lab: Lab, function: str, evidence: Evidence, plan: HiddenPlan,
@@ -345,8 +436,16 @@ def _ordered(lab: Lab, results: list[CheckResult]) -> list[CheckResult]:
 
 def _problem(status: str, signal_number: int | None, exit_code: int | None,
              record: dict[str, Any] | None, function: str, limits: Limits,
-             submission: Submission) -> Finding | None:
-    """Why a task (or the import) produced nothing to judge, as a finding; None if it did."""
+             submission: Submission, *, integrity: list[str] | None = None,
+             detail: str = "") -> Finding | None:
+    """Why a task (or the import) produced nothing to judge, as a finding; None if it did.
+
+    Integrity events come first: the zygote heard them before any record existed, so a
+    record cannot take them back (see sandbox/protocol.py)."""
+    if integrity:
+        return integrity_finding(integrity, function=function)
+    if status == "protocol":
+        return fail("protocol", function=function, debug=detail)
     if status == "timeout":
         return fail("timeout", function=function, timeout=limits.timeout_s)
     if status == "signaled":
@@ -357,10 +456,6 @@ def _problem(status: str, signal_number: int | None, exit_code: int | None,
         return fail("exited", function=function, exit_code=exit_code)
     if status != "ok" or record is None:
         return fail("no_result", function=function)
-    tampered = record.get("tampered")
-    if tampered:
-        return fail("tampered", function=function, names=", ".join(tampered[:5]),
-                    count=len(tampered))
     subclasses = record.get("tensor_subclasses")
     if subclasses:  # SPEC: exact tensor types; a subclass can lie about its values
         return fail("tensor_subclass", function=function, types=", ".join(subclasses[:3]))
@@ -371,6 +466,18 @@ def _problem(status: str, signal_number: int | None, exit_code: int | None,
                     error_type=error["type"], error=error["message"],
                     location=error.get("location", ""), filename=submission.path.name)
     return None
+
+
+def integrity_finding(events: list[str], *, function: str) -> Finding:
+    """The finding for what the child's audit hook and tamper watch reported: replaced
+    attributes are named as such; anything else (a refused introspection, a torch mode left
+    active) as what was used."""
+    changed = [event.removeprefix("changed ") for event in events if event.startswith("changed ")]
+    if changed:
+        return fail("tampered", function=function, names=", ".join(changed[:5]),
+                    count=len(changed))
+    used = [event.removeprefix("mode ") for event in events]
+    return fail("integrity", function=function, what="; ".join(used[:3]), count=len(used))
 
 
 def _points(rubric: Rubric, check: CheckSpec) -> float:
@@ -393,11 +500,13 @@ def _result(check: CheckSpec, device: str, finding: Finding, rubric: Rubric,
 
 
 def _runtime_results(lab: Lab, function: str, device: str, problem: Finding, rubric: Rubric,
-                     lang: str, log: str, plan: HiddenPlan, *,
-                     include_shared: bool) -> list[CheckResult]:
+                     lang: str, log: str, plan: HiddenPlan, *, include_shared: bool,
+                     parts: frozenset[str] = ALL_PARTS) -> list[CheckResult]:
     """A failed `runtime` row worth every visible point the unit's checks would have earned,
     and a hidden one for the points of its hidden cases and withheld checks: a student's
-    feedback then shows the same total whether the code ran or not."""
+    feedback then shows the same total whether the code ran or not. `parts` says which of
+    the unit's points (visible, withheld, variants) this failure cost: the hidden cases run
+    in a child of their own, which fails on its own."""
     points = unit_points_split(lab, function, rubric, plan, shared=include_shared)
     wording = feedback.word(problem, lang)
     row = CheckResult(
@@ -407,12 +516,15 @@ def _runtime_results(lab: Lab, function: str, device: str, problem: Finding, rub
         message=wording.message.replace("{function}", function), expected=wording.expected,
         got=wording.got, hint=wording.hint, debug="\n".join(p for p in (problem.debug, log) if p),
     )
-    if not points.hidden:
-        return [row]
-    return [row, row.model_copy(update={
-        "id": f"{row.id}@hidden", "name": feedback.ui("hidden_runtime", lang, check=row.name),
-        "max_score": points.hidden, "hidden": True,
-    })]
+    hidden = (points.withheld if "withheld" in parts else 0.0) + (
+        points.variants if "variants" in parts else 0.0)
+    rows = [row] if "visible" in parts else []
+    if hidden:
+        rows.append(row.model_copy(update={
+            "id": f"{row.id}@hidden", "max_score": hidden, "hidden": True,
+            "name": feedback.ui("hidden_runtime", lang, check=row.name),
+        }))
+    return rows
 
 
 def _skipped(lab: Lab, devices: list[str], rubric: Rubric, lang: str) -> list[CheckResult]:

@@ -67,6 +67,9 @@ class Report(BaseModel):
     max_score: float
     checks: list[CheckResult]
     protections: list[str] = Field(default_factory=list)
+    integrity: list[str] = Field(default_factory=list, description=(
+        "Instructor-facing: what the static integrity scan found (introspection, raw memory, "
+        "meter detection, ...), one line each. Students see only that the file was flagged."))
     grader_version: str
     torch_version: str
     elapsed_s: float

@@ -59,6 +59,8 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
     summary = (feedback.ui("all_passed", lang) if not failed
                else feedback.ui("some_failed", lang, failed=len(failed), total=len(graded)))
     console.print(summary, style="green" if not failed else "red")
+    if report.integrity:
+        console.print(feedback.ui("flagged", lang), style="yellow")
     if failed and not debug and any(c.debug for c in failed):
         console.print(feedback.ui("debug_hint", lang), style="dim")
 

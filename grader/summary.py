@@ -23,6 +23,7 @@ class Standing:
     error: str
     points: dict[str, tuple[float, float]]  # per lab function: (score, max)
     failed: dict[str, str]  # check id -> check name
+    integrity: tuple[str, ...] = ()  # the static integrity scan's findings
 
     @property
     def percent(self) -> float:
@@ -36,7 +37,8 @@ def standing(report: Report) -> Standing:
         points[check.function] = (score + check.score, possible + check.max_score)
     return Standing(student=report.student, score=report.score, max_score=report.max_score,
                     error=report.error, points=points,
-                    failed={c.id: c.name for c in report.checks if c.status == "failed"})
+                    failed={c.id: c.name for c in report.checks if c.status == "failed"},
+                    integrity=tuple(report.integrity))
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class ClassSummary:
     median_percent: float
     distribution: list[int] = field(default_factory=list)  # students per 10% bucket
     most_failed: list[FailedCheck] = field(default_factory=list)
+    # Students whose source the integrity scan flagged, with its findings (instructor-only).
+    flagged: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def summarize(standings: list[Standing], *, top: int = 10) -> ClassSummary:
@@ -76,6 +80,7 @@ def summarize(standings: list[Standing], *, top: int = 10) -> ClassSummary:
         most_failed=[FailedCheck(check_id, names[check_id], count)  # ties: by id, stable
                      for check_id, count in sorted(failed.items(),
                                                    key=lambda item: (-item[1], item[0]))[:top]],
+        flagged=[(s.student, list(s.integrity)) for s in standings if s.integrity],
     )
 
 
@@ -93,4 +98,10 @@ def summary_text(summary: ClassSummary) -> str:
     if summary.most_failed:
         lines += ["", "most failed checks (students):"]
         lines += [f"  {f.students:5d}  {f.check_id}  {f.name}" for f in summary.most_failed]
+    if summary.flagged:
+        lines += ["", f"flagged for review by the integrity scan ({len(summary.flagged)}; "
+                      "see each report's `integrity`):"]
+        lines += [f"  {student}: {findings[0]}" + (f" (+{len(findings) - 1} more)"
+                                                  if len(findings) > 1 else "")
+                  for student, findings in summary.flagged]
     return "\n".join(lines) + "\n"

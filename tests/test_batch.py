@@ -179,3 +179,36 @@ def test_a_student_folder_may_import_its_own_helpers_but_not_other_students(
     book = rows(out)
     assert book["alice"]["percent"] == "100.0"
     assert book["carol"]["score"] == "0"
+
+
+def test_links_out_of_the_class_folder_or_to_nothing_are_error_rows(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.py"
+    secret.write_text("ANSWER = 'root only'\n")
+    secret.chmod(0o600)
+    subs = tmp_path / "subs"
+    copy("reference_copy", subs / "alice.py")
+    (subs / "bob.py").symlink_to(secret)  # a file the grader (root, say) may read
+    (subs / "carol.py").symlink_to(subs / "missing.py")
+    (subs / "dan.py").symlink_to(subs / "alice.py")  # inside the folder: fine
+    (subs / "erin").symlink_to(tmp_path)  # a student folder that leads out
+    out = tmp_path / "out"
+    result = grade_class(subs, options=options(out))
+    assert dict(result.errors) == {
+        "bob": "bob.py is a symbolic link that leads outside the submissions folder",
+        "carol": "carol.py is a symbolic link to nothing",
+        "erin": "erin is a symbolic link that leads outside the submissions folder"}
+    table = rows(out)
+    assert set(table) == {"alice", "bob", "carol", "dan", "erin"}
+    assert table["dan"]["score"] == table["alice"]["score"] == table["alice"]["max_score"]
+    assert all(table[s]["status"] == "error" for s in ("bob", "carol", "erin"))
+    assert "root only" not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+
+
+def test_a_name_a_spreadsheet_would_run_is_written_as_text(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    copy("reference_copy", subs / "=HYPERLINK(evil).py")
+    copy("reference_copy", subs / "-1+2.py")
+    out = tmp_path / "out"
+    grade_class(subs, options=options(out))
+    students = set(rows(out))
+    assert students == {"'=HYPERLINK(evil)", "'-1+2"}

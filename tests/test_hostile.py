@@ -12,13 +12,16 @@ the lab is still graded" can be seen) and `<name>.toml` its expected outcome:
     leftovers = "..." a command line that must not be running once grading ends
     needs = "..."     the protection the expected outcome relies on (skipped where absent)
 
-Placeholders in the files (@ROOT@, @PORT@, @CANARY@, @OTHER@) are filled in by the test. Every
-attack is bounded: 40 forked processes at most, allocations refused by the memory limit.
+Placeholders in the files (@ROOT@, @PORT@, @UNIX@, @CANARY@, @OTHER@, @GRADER_PID@) are filled in
+by the test. Every attack is bounded: 40 forked processes at most, allocations refused by the
+memory limit; an attack that would signal probes with signal 0 first and sends nothing where
+that probe was allowed.
 """
 
 from __future__ import annotations
 
 import csv
+import os
 import socket
 import sys
 import time
@@ -70,7 +73,8 @@ def running(command: str) -> list[int]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The things attacks aim at: a canary file outside any work folder, another student's
-    file, and a listening port on the host's loopback."""
+    file, a listening port on the host's loopback, a path-named Unix socket (a local
+    service), and the grading process's pid."""
     folder = tmp_path_factory.mktemp("world")
     folder.chmod(0o755)
     canary = folder / "canary.txt"
@@ -81,9 +85,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
+    local = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    local.bind(str(folder / "service.sock"))
+    local.listen(8)
     yield {"@ROOT@": str(ROOT), "@CANARY@": str(canary), "@OTHER@": str(other),
-           "@PORT@": str(server.getsockname()[1])}
+           "@PORT@": str(server.getsockname()[1]), "@UNIX@": str(folder / "service.sock"),
+           "@GRADER_PID@": str(os.getpid())}
     server.close()
+    local.close()
 
 
 def filled(path: Path, world: dict[str, str]) -> str:
@@ -166,3 +175,34 @@ def test_grade_ends_every_attack_as_expected(world: dict[str, str], full_marks: 
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert float(rows["fake_report"]["score"]) < 999
     assert not list(subs.glob("*.bin")), "a write landed in the class folder"
+
+
+# Attacks on the channels and processes that students share with each other in a batch.
+NEIGHBOURS = ["write_protocol_pipe", "malformed_progress", "forge_progress", "process_chain",
+              "close_progress_pipe", "signal_classmates"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_no_attack_lowers_a_classmates_score(world: dict[str, str], full_marks: float,
+                                             tmp_path: Path, workers: int) -> None:
+    """Each attacker is followed by correct classmates on the same worker(s): every one of
+    them gets full marks, and nothing the attackers started is left running."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    solution = (ROOT / "solutions" / "optim" / "optimizer.py").read_text()
+    for index, name in enumerate(NEIGHBOURS):
+        (subs / f"{index:02d}a_{name}.py").write_text(
+            filled(Path(__file__).parent / "hostile" / f"{name}.py", world))
+        for after in range(2):
+            (subs / f"{index:02d}b_classmate{after}.py").write_text(solution)
+    out = tmp_path / "out"
+    result = grade_class(subs, options=BatchOptions(lab="optim", out=out, workers=workers,
+                                                    check=OPTIONS))
+    assert not result.errors
+    reports = {r.student: r for r in load_reports(out)}
+    classmates = [r for student, r in reports.items() if "b_classmate" in student]
+    assert len(classmates) == 2 * len(NEIGHBOURS)
+    for report in classmates:
+        assert report.score == report.max_score == full_marks, (
+            report.student, [c.message for c in report.checks if c.status == "failed"])
+    assert not running("sleep 317")

@@ -1,8 +1,9 @@
 """Policy: forbidden APIs (here `torch.optim`), found however the module was reached.
 
 Two independent witnesses, so neither an untested code path nor an indirect route hides a use:
-- statically, in the grading process: the submission's syntax tree, attributing each use to the
-  lab function or class whose body (or helpers it calls) reaches the forbidden module;
+- statically, in the child before the submission is imported (source.py): the syntax tree,
+  attributing each use to the lab function or class whose body (or helpers it calls) reaches
+  the forbidden module;
 - dynamically, in the child: every function and method defined in the forbidden package is
   wrapped before the submission is imported, and calls made while a lab function runs are
   recorded for that function (getattr, importlib and exec routes included).
@@ -17,6 +18,7 @@ import sys
 from typing import Any
 
 from grader.checks.findings import PASS, Finding, fail
+from grader.checks.source import Source, attribute, parse
 
 # --- child side -----------------------------------------------------------------------------
 
@@ -61,38 +63,49 @@ class CallRecorder:
         return wrapper
 
 
-# --- grading-process side -------------------------------------------------------------------
+# --- child side, before the import: the source -------------------------------------------
 
-def static_uses(source: str, *, package: str, names: list[str]) -> dict[str, list[str]]:
+# Calls that dereference a module named by a string: only there is a string a use.
+IMPORTERS = frozenset({"import_module", "__import__", "reload", "find_spec"})
+
+
+def static_uses(source: str | Source, *, package: str, names: list[str]
+                ) -> dict[str, list[str]]:
     """For each lab name, the source lines by which it reaches `package` (empty: none found).
 
-    The tree is walked once (a batch runs this for every submission): each top-level statement's
-    nodes are listed, imports anywhere give the aliases, then each definition's own nodes are
-    searched for the package and for the other definitions it calls.
+    A use is an import of the package, a name bound to it (by import or by assignment, at any
+    depth: `O = torch.optim` then `O.SGD`), an attribute chain that dereferences it
+    (`torch.optim`), or a string naming it passed to an importer (`import_module`,
+    `__import__`) or to `getattr` on torch. A string anywhere else is not a use: code may ask
+    whether an object comes from torch.optim without using it
+    (`type(params).__module__.startswith("torch.optim")`).
     """
-    tree = ast.parse(source)
+    parsed = source if isinstance(source, Source) else parse(source)
     root, _, leaf = package.partition(".")
     torch_aliases: set[str] = set()
     package_aliases: set[str] = set()
-    statements = [(stmt, list(ast.walk(stmt))) for stmt in tree.body]
-    for _, nodes in statements:
-        for node in nodes:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    reaches = alias.name == package or alias.name.startswith(package + ".")
-                    if reaches and alias.asname:
-                        package_aliases.add(alias.asname)  # import torch.optim as O
-                    elif alias.name == root or (not alias.asname
-                                                and alias.name.startswith(root + ".")):
-                        torch_aliases.add(alias.asname or root)  # import torch / torch.nn
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                if node.module == package or node.module.startswith(package + "."):
-                    package_aliases.update(a.asname or a.name for a in node.names)
-                elif node.module == root:
-                    package_aliases.update(a.asname or a.name for a in node.names
-                                           if a.name == leaf)
+    nodes = parsed.nodes
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                reaches = alias.name == package or alias.name.startswith(package + ".")
+                if reaches and alias.asname:
+                    package_aliases.add(alias.asname)  # import torch.optim as O
+                elif alias.name == root or (not alias.asname
+                                            and alias.name.startswith(root + ".")):
+                    torch_aliases.add(alias.asname or root)  # import torch / torch.nn
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == package or node.module.startswith(package + "."):
+                package_aliases.update(a.asname or a.name for a in node.names)
+            elif node.module == root:
+                package_aliases.update(a.asname or a.name for a in node.names
+                                       if a.name == leaf)
 
     module_path = re.compile(re.escape(package) + r"(\.[\w.]*)?")
+
+    def names_package(arg: ast.AST) -> bool:
+        return (isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                and bool(module_path.fullmatch(arg.value)))
 
     def reaches_package(sub: ast.AST) -> bool:
         if isinstance(sub, ast.Attribute):
@@ -100,10 +113,16 @@ def static_uses(source: str, *, package: str, names: list[str]) -> dict[str, lis
                     and sub.value.id in torch_aliases)
         if isinstance(sub, ast.Name):
             return sub.id in package_aliases
-        if isinstance(sub, ast.Call):  # importlib.import_module("torch.optim"), getattr
-            return any(isinstance(arg, ast.Constant) and isinstance(arg.value, str)
-                       and bool(module_path.fullmatch(arg.value) or arg.value == leaf)
-                       for arg in sub.args)
+        if isinstance(sub, ast.Call):
+            called = sub.func.attr if isinstance(sub.func, ast.Attribute) else getattr(
+                sub.func, "id", "")
+            if called in IMPORTERS:  # importlib.import_module("torch.optim")
+                return any(names_package(arg) for arg in sub.args)
+            if called == "getattr" and len(sub.args) >= 2:  # getattr(torch, "optim")
+                target, attribute = sub.args[0], sub.args[1]
+                return (isinstance(target, ast.Name) and target.id in torch_aliases
+                        and isinstance(attribute, ast.Constant) and attribute.value == leaf)
+            return False
         if isinstance(sub, ast.Import):
             return any(a.name == package or a.name.startswith(package + ".")
                        for a in sub.names)
@@ -112,28 +131,23 @@ def static_uses(source: str, *, package: str, names: list[str]) -> dict[str, lis
             return module == package or module.startswith(package + ".")
         return False
 
-    definitions = {stmt.name: nodes for stmt, nodes in statements
-                   if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    evidence = {
-        name: [f"line {sub.lineno}: {ast.get_source_segment(source, sub) or ''}"
-               for sub in nodes if hasattr(sub, "lineno") and reaches_package(sub)]
-        for name, nodes in definitions.items()
-    }
-    references = {
-        name: {sub.id for sub in nodes if isinstance(sub, ast.Name)} & set(definitions)
-        for name, nodes in definitions.items()
-    }
+    def uses_package(value: ast.AST) -> bool:
+        return any(reaches_package(sub) for sub in ast.walk(value))
+
+    assignments = [node for node in nodes if isinstance(node, (ast.Assign, ast.AnnAssign))
+                   and node.value is not None]
     changed = True
-    while changed:  # helpers that reach the package taint their callers
+    while changed:  # names bound to the package, or to something reached through it
         changed = False
-        for name, refs in references.items():
-            if evidence[name]:
-                continue
-            tainted = sorted(r for r in refs if r != name and evidence[r])
-            if tainted:
-                evidence[name] = [f"calls {tainted[0]}, which uses {package}"]
+        for node in assignments:
+            assert node.value is not None
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = {t.id for t in targets if isinstance(t, ast.Name)} - package_aliases
+            if bound and uses_package(node.value):
+                package_aliases.update(bound)
                 changed = True
-    return {name: evidence.get(name, []) for name in names}
+
+    return attribute(parsed, names, lambda sub: "" if reaches_package(sub) else None).by_name
 
 
 def judge_policy(*, package: str, static: list[str], calls: list[str]) -> Finding:

@@ -1,7 +1,8 @@
 """The class gradebook as CSV: one row per student, one column per lab function.
 
-Written with the csv module (a comma or quote in a name cannot corrupt it), rebuilt from the
-per-student JSON reports so it always matches them.
+Written with the csv module (a comma or quote in a name cannot corrupt it), its text cells made
+safe from spreadsheet formulas (spreadsheet.py), rebuilt from the per-student JSON reports so it
+always matches them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import csv
 import io
 from collections.abc import Iterable
 
+from grader.exporters.spreadsheet import safe_row
 from grader.summary import Standing
 
 FIXED_COLUMNS = ["student", "score", "max_score", "percent", "status", "error"]
@@ -18,7 +20,8 @@ FIXED_COLUMNS = ["student", "score", "max_score", "percent", "status", "error"]
 def gradebook_csv(standings: Iterable[Standing], *, functions: list[str]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(FIXED_COLUMNS + [f"{f} ({m})" for f in functions for m in ("score", "max")])
+    writer.writerow(safe_row(FIXED_COLUMNS + [f"{f} ({m})" for f in functions
+                                             for m in ("score", "max")]))
     for student in sorted(standings, key=lambda s: s.student):
         row: list[object] = [student.student, f"{student.score:g}", f"{student.max_score:g}",
                              f"{student.percent:.1f}", "error" if student.error else "graded",
@@ -26,5 +29,5 @@ def gradebook_csv(standings: Iterable[Standing], *, functions: list[str]) -> str
         for function in functions:
             score, possible = student.points.get(function, (0.0, 0.0))
             row += [f"{score:g}", f"{possible:g}"]
-        writer.writerow(row)
+        writer.writerow(safe_row(row))
     return buffer.getvalue()

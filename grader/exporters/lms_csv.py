@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from grader import feedback
+from grader.exporters.spreadsheet import safe_row
 from grader.models import Report
 from grader.roster import Roster, RosterEntry
 from grader.summary import Standing, standing
@@ -155,7 +156,7 @@ def canvas_csv(standings: Iterable[Standing], *, assignment: str,
 
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([*CANVAS_STUDENT_COLUMNS, header])
+    writer.writerow(safe_row([*CANVAS_STUDENT_COLUMNS, header]))
     writer.writerow(["Points Possible", "", "", "", "", number(possible)])
     for row in rows:
         student, entry = row.standing, row.entry
@@ -169,7 +170,7 @@ def canvas_csv(standings: Iterable[Standing], *, assignment: str,
                                 "will match them by name only")
             identity = [entry.name or student.student, entry.canvas_id, entry.sis_user_id,
                         entry.sis_login_id, entry.section]
-        writer.writerow([*identity, number(_grade(student, percent=percent))])
+        writer.writerow(safe_row([*identity, number(_grade(student, percent=percent))]))
     return ExportResult(text=buffer.getvalue(), rows=len(rows), warnings=warnings)
 
 
@@ -218,7 +219,7 @@ def moodle_csv(standings: Iterable[Standing], *, assignment: str,
     rows = _rows(standings, roster, warnings)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([MOODLE_IDENTIFIERS[column], title, MOODLE_FEEDBACK])
+    writer.writerow(safe_row([MOODLE_IDENTIFIERS[column], title, MOODLE_FEEDBACK]))
     written = 0
     highest = 0.0
     for row in rows:
@@ -230,7 +231,7 @@ def moodle_csv(standings: Iterable[Standing], *, assignment: str,
             continue
         grade = _grade(student, percent=percent)
         highest = max(highest, grade)
-        writer.writerow([user, number(grade), moodle_feedback(student, lang)])
+        writer.writerow(safe_row([user, number(grade), moodle_feedback(student, lang)]))
         written += 1
     if highest > MOODLE_MAX_GRADE:
         warnings.append(f"grades go up to {number(highest)}: Moodle aborts the import on a "

@@ -53,4 +53,6 @@ def feedback_text(full_report: Report, *, lang: str, release: bool = False) -> s
     if view.withheld_checks:
         lines.append(feedback.ui("hidden_withheld", lang, count=view.withheld_checks,
                                  points=view.withheld_points))
+    if full_report.integrity:  # the findings themselves are for the instructor
+        lines.append(feedback.ui("flagged", lang))
     return "\n".join(lines).rstrip() + "\n"

@@ -1,12 +1,16 @@
 """What a forked child does: limits, then the submission, then the lab's probes.
 
 Everything here runs in the child process, next to untrusted code. It only observes and writes
-raw observations; it never decides a score.
+raw observations; it never decides a score. What the zygote must be able to trust goes on the
+progress pipe in an order the submission cannot take back (protocol.py): the layers in force
+before the import, and every integrity event (audit refusals, replaced attributes, torch modes
+left active) before the task's record is written.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import linecache
 import os
 import sys
@@ -16,8 +20,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import torch
+
 from grader.checks import tensors
-from grader.sandbox import tamper
+from grader.checks.integrity import integrity_uses
+from grader.checks.policy import static_uses
+from grader.checks.source import parse
+from grader.sandbox import audit, tamper
+from grader.sandbox.audit import INTEGRITY_EVENT
+from grader.sandbox.containment import private_proc
 from grader.sandbox.limits import (
     SYSTEM_READABLE,
     apply_rlimits,
@@ -30,8 +41,20 @@ from grader.sandbox.limits import (
     restrict_syscalls,
 )
 from grader.sandbox.protocol import Job
+from grader.sandbox.wire import dumps
 
 SUBMISSION_MODULE = "submission"
+# Grader modules the child does not need and the submission must not reach: the judges and
+# the references (they stay loaded in the zygote, which drew every case once).
+FORGOTTEN = (".judge", ".reference")
+
+# Captured at import, before any submission: what the trusted path calls after student code ran.
+_audit = sys.audit
+_pwrite, _ftruncate, _close, _write = os.pwrite, os.ftruncate, os.close, os.write
+_function_modes = torch._C._len_torch_function_stack
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_pop_function_mode = torch._C._pop_torch_function_stack
+_type, _isinstance = type, isinstance
 
 
 def describe_exception(exc: BaseException) -> dict[str, Any]:
@@ -57,11 +80,30 @@ def describe_exception(exc: BaseException) -> dict[str, Any]:
 def call_student(func: Callable[..., Any], *args: Any, **kwargs: Any
                  ) -> tuple[Any, dict[str, Any] | None]:
     """(result, None), or (None, the exception as data): sys.exit in a function is that
-    function's failure, not the probe's."""
+    function's failure, not the probe's.
+
+    A torch function mode the call leaves active would answer the grader's own reads of the
+    tensors afterwards; it is popped here, before any observation, and reported through the
+    audit hook (the function then fails). Dispatch modes are reported the same way: they
+    cannot be popped from Python without unwinding the grader's own meters."""
+    function_modes, dispatch_modes = _function_modes(), _dispatch_modes()
     try:
         return func(*args, **kwargs), None
     except BaseException as exc:
         return None, describe_exception(exc)
+    finally:
+        report_modes_left(function_modes, dispatch_modes)
+
+
+def report_modes_left(function_modes: int, dispatch_modes: int) -> None:
+    """Pop torch function modes above `function_modes` and report each, and report any
+    change in the dispatch mode stack (the meters' own mode excepted)."""
+    while _function_modes() > function_modes:
+        mode = _pop_function_mode()
+        _audit(INTEGRITY_EVENT, f"mode left a torch function mode active "
+                                f"({_type(mode).__qualname__})")
+    if _dispatch_modes() != dispatch_modes:
+        _audit(INTEGRITY_EVENT, "mode changed the torch dispatch mode stack")
 
 
 def read_submission(path: str) -> bytes:
@@ -96,8 +138,13 @@ def redirect_output(log_path: str) -> None:
     sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
 
 
-def _progress(fd: int, message: str) -> None:
-    os.write(fd, f"{message}\n".encode())
+def keep_only(fd: int) -> None:
+    """Close every inherited descriptor above stderr but the progress pipe: the zygote's job
+    pipe and its protocol channel to the grading process (one line written there would shift
+    every later student's outcome), its namespace handle, anything else it held."""
+    limit = os.sysconf("SC_OPEN_MAX")
+    os.closerange(3, fd)
+    os.closerange(fd + 1, max(limit, fd + 2))
 
 
 def _open_results(job: Job, first_task: int) -> dict[str, int]:
@@ -107,23 +154,64 @@ def _open_results(job: Job, first_task: int) -> dict[str, int]:
 
 
 def _save(record: dict[str, Any], fd: int) -> None:
-    """Write one record. The zygote reads it only after this task's `D` line; a child killed
-    mid-write leaves a truncated file, which loads as no result."""
-    from grader.sandbox.wire import dumps
-
+    """Write one record from the start of its file, whatever the submission wrote there
+    before, then close it. The zygote reads nothing of it; the grading process reads it once
+    the job is over (a child killed mid-write leaves a truncated file: no result)."""
     data = memoryview(dumps(record))
-    while data:
-        data = data[os.write(fd, data):]
-    os.close(fd)
+    offset = 0
+    while offset < len(data):
+        offset += _pwrite(fd, data[offset:], offset)
+    _ftruncate(fd, offset)
+    _close(fd)
 
 
-def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
+def _read_cases(job: Job, first_task: int) -> list[list[dict[str, Any]]]:
+    """Each task's cases; those in a file (hidden cases) are read now, before the view."""
+    cases = []
+    for index, task in enumerate(job.tasks):
+        if task.cases_path and index >= first_task:
+            with open(task.cases_path, encoding="utf-8") as handle:
+                cases.append(json.load(handle))
+        else:
+            cases.append(task.cases)
+    return cases
+
+
+def scan_source(source: bytes, *, names: list[str], package: str) -> dict[str, Any]:
+    """The policy and integrity scans of the source (a StaticScan as data), made here before
+    any student code runs: the syntax tree's memory is this child's, never the grader's."""
+    try:
+        parsed = parse(source.decode("utf-8", errors="replace"))
+        integrity = integrity_uses(parsed, names=names)
+        policy = static_uses(parsed, package=package, names=names) if package else {}
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return {"error": type(exc).__name__}  # the import reports it
+    return {"policy": policy, "integrity": integrity.by_name, "module": integrity.module}
+
+
+def forget_grader_modules() -> None:
+    """Take the judges and references out of reach by name: out of sys.modules and off their
+    packages (an import of them is then refused by the audit hook)."""
+    for name in [n for n in sys.modules if n.startswith("grader.") and n.endswith(FORGOTTEN)]:
+        module = sys.modules.pop(name)
+        parent, _, leaf = name.rpartition(".")
+        if getattr(sys.modules.get(parent), leaf, None) is module:
+            delattr(sys.modules[parent], leaf)
+
+
+def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str]) -> None:
     """Import the submission, describe its API, then run the tasks from `first_task` on.
 
-    Progress goes to the zygote as lines: `I` (imported) or `E` (the import failed),
-    `S n` (task n started), `D n` (done).
+    Progress goes to the zygote as lines (protocol.py): `P` with the layers in force, then `I`
+    (imported) or `E` (the import failed), `S n` (task n started), `D n` (done), and `T` for
+    integrity events. Everything the zygote must believe is sent from locals of this frame,
+    which the submission cannot reach.
     """
-    import torch
+    progress = audit.progress_reporter(progress_fd)
+    write = _write
+
+    def send(message: str) -> None:
+        write(progress_fd, f"{message}\n".encode())
 
     torch.set_num_threads(1)  # a forked child must not join the parent's OpenMP pool
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -131,17 +219,20 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     lab_probes = importlib.import_module(f"grader.labs.{job.lab}.probes")
     remaining = len(job.tasks) - first_task
     cuda = any(t.device == "cuda" for t in job.tasks[first_task:])
-    limits = apply_rlimits(job, cpu_budget_s=job.timeout_s * max(remaining, 1) + 5, cuda=cuda)
+    limits = layers + apply_rlimits(job, cpu_budget_s=job.timeout_s * max(remaining, 1) + 5,
+                                    cuda=cuda)
     # CUDA talks to the driver through files, not the network, so it keeps working here.
     if isolate_network():
         limits.append("network namespace")
     source = read_submission(job.submission_path)
+    cases = _read_cases(job, first_task)
     results = _open_results(job, first_task)
     if job.scratch_path:
         os.chdir(job.scratch_path)  # the student's working folder, writable after the drop
     own = [Path(job.submission_path).parent] + ([Path(job.search_path)] if job.search_path else [])
-    # The zygote and the grading process, their threads and groups, found while /proc is open.
-    protected = protected_targets([os.getppid()] + ([job.grader_pid] if job.grader_pid else []))
+    # The zygote and the grading process, their threads and groups. In a process namespace
+    # of its own the child cannot name them at all; the filter covers the hosts without one.
+    protected = protected_targets([p for p in (job.zygote_pid, job.grader_pid) if p])
     view = filesystem_view(readable=[Path(p) for p in SYSTEM_READABLE] + python_paths() + own,
                            writable=[Path(job.scratch_path)] if job.scratch_path else [],
                            devices=cuda)  # its rules are made while every path can be opened
@@ -150,31 +241,43 @@ def run_job(job: Job, *, first_task: int, progress_fd: int) -> None:
     if apply_view(view):
         limits.append("file system view")
     limits += restrict_syscalls(protected)
-    header = {"nonce": job.nonce, "limits": limits}
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
-    clean = tamper.snapshot()
-    tamper_changes = tamper.changes  # bound now: a submission may replace the module's own
+    forget_grader_modules()
+    changes = tamper.watch()
+    untrusted = [Path(job.submission_path)] + own + (
+        [Path(job.scratch_path)] if job.scratch_path else [])
+    audit.install(trusted_roots=python_paths(), untrusted_roots=untrusted, report=progress,
+                  protected_prefixes=("torch", "grader"))
+    send("P " + json.dumps({"layers": [*limits, "audit hook"],
+                            "static": scan_source(source, names=lab_probes.LAB_NAMES,
+                                                  package=job.forbidden_package)}))
+    header = {"nonce": job.nonce}
+    function_modes, dispatch_modes = _function_modes(), _dispatch_modes()
     try:
         module = import_submission(job.submission_path, source)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import count too
         _save({**header, "import_error": describe_exception(exc)}, results[job.api_path])
-        _progress(progress_fd, "E")
+        send("E")
         return
+    report_modes_left(function_modes, dispatch_modes)
+    for name in changes():
+        progress(f"changed {name}")
     if first_task == 0:
-        _save({**header, "api": lab_probes.describe_api(module),
-               "tampered": tamper_changes(clean)}, results[job.api_path])
-    _progress(progress_fd, "I")
+        _save({**header, "api": lab_probes.describe_api(module)}, results[job.api_path])
+    send("I")
     for index in range(first_task, len(job.tasks)):
         task = job.tasks[index]
-        _progress(progress_fd, f"S {index}")
+        send(f"S {index}")
         tensors.subclasses_seen(reset=True)
         observations = lab_probes.probe(module, task.function, device=task.device,
-                                        cases=task.cases)
-        changed = tamper_changes(clean)
-        _save({**header, "observations": observations, "tampered": changed,
+                                        cases=cases[index])
+        changed = changes()
+        for name in changed:
+            progress(f"changed {name}")
+        _save({**header, "observations": observations,
                "tensor_subclasses": tensors.subclasses_seen()}, results[task.result_path])
-        _progress(progress_fd, f"D {index}")
+        send(f"D {index}")
         if changed:
             return  # later tasks get a fresh child, with torch as it was
 
@@ -183,9 +286,11 @@ def child_main(job: Job, *, first_task: int, progress_fd: int) -> None:
     """Entry point right after fork; always ends with os._exit."""
     code = 1
     try:
+        keep_only(progress_fd)
         os.setsid()
+        layers = ["private /proc"] if private_proc() else []
         redirect_output(job.log_path)
-        run_job(job, first_task=first_task, progress_fd=progress_fd)
+        run_job(job, first_task=first_task, progress_fd=progress_fd, layers=layers)
         code = 0
     except BaseException:
         traceback.print_exc()

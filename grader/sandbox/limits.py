@@ -72,6 +72,8 @@ def release_freed_memory() -> None:
 # each other's processes nor share one process count.
 DEFAULT_UID = 64_213
 UID_SLOTS = 1024  # workers a base uid leaves room for
+UIDS_PER_WORKER = 8  # each worker's jobs take turns over this many uids of its own
+RESERVED_UIDS = (65_534, 65_535)  # nobody, and (uint16) -1: never dropped to
 CHILD_PROCESSES = 256  # a fork bomb stops here (threads count too; root is exempt)
 
 
@@ -86,17 +88,33 @@ def configured_uid(environ: Mapping[str, str]) -> int | None:
         return DEFAULT_UID
     if wanted.lower() == "off":
         return None
-    if not wanted.isdigit() or not 0 < int(wanted) <= 2**31 - 1 - UID_SLOTS:
+    top = 2**31 - 1 - UID_SLOTS * UIDS_PER_WORKER - len(RESERVED_UIDS)
+    if not wanted.isdigit() or not 0 < int(wanted) <= top:
         raise UidError(f"INPLACE_GRADER_UID={wanted!r}: expected an unused uid above 0 (0 is "
-                       f"root, which would drop nothing) and below {2**31 - UID_SLOTS}, or off")
+                       f"root, which would drop nothing) and below {top + 1}, or off")
     return int(wanted)
 
 
+def _nth_uid(base: int, n: int) -> int:
+    """The n-th uid from `base` on (0-based), stepping over the reserved ones."""
+    uid = base + n
+    for reserved in RESERVED_UIDS:
+        if base <= reserved <= uid:
+            uid += 1
+    return uid
+
+
 def worker_uid(base: int, slot: int) -> int:
-    """The uid of batch worker `slot` (0, 1, ...)."""
+    """The first uid of batch worker `slot` (0, 1, ...): each worker has UIDS_PER_WORKER."""
     if not 0 <= slot < UID_SLOTS:
         raise UidError(f"worker {slot}: at most {UID_SLOTS} workers drop to their own uid")
-    return base + slot
+    return _nth_uid(base, slot * UIDS_PER_WORKER)
+
+
+def job_uid(first: int, job: int) -> int:
+    """The uid of a worker's `job`-th job, given the worker's first uid: consecutive jobs of
+    one worker never share a uid, so nothing one job left running can signal the next."""
+    return _nth_uid(first, job % UIDS_PER_WORKER)
 
 
 def python_readable_by_others() -> bool:
@@ -221,41 +239,47 @@ def protected_targets(pids: list[int]) -> list[int]:
     return sorted(targets)
 
 
-def restrict_syscalls(protected: list[int]) -> list[str]:
-    """seccomp: no IPv4/IPv6 sockets (the network, where no namespace is available), no
-    ptrace or reading another process's memory, and no signal to any of `protected`
-    (protected_targets: the grader, the worker that forked this child, their threads and
-    groups, and `kill(-1)`). Signals by pidfd and `tkill` are refused outright: a student's
-    function has no use for them, and they would name a process by a number not in the list.
+# Calls a student's function has no use for, refused outright: sockets of every family (the
+# network where no namespace is available, and path-named Unix sockets, which neither a network
+# namespace nor Landlock mediates), tracing or reading other processes, signals that name a
+# process by a number not in the protected list, and leaving the namespaces and mounts the
+# child was given (a fresh /proc over the host's).
+REFUSED_SYSCALLS = ("socket", "socketpair", "ptrace", "process_vm_readv", "process_vm_writev",
+                    "tkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "mount",
+                    "umount2", "pivot_root", "setns", "unshare", "chroot", "open_by_handle_at")
+SIGNAL_SYSCALLS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 
-    A thread the grader starts after this child was forked is not in the list; where the
-    child drops to its own uid (as root: Gradescope, Docker), the kernel refuses those too.
-    Returns the protections added; none where libseccomp or the kernel refuses.
+
+def restrict_syscalls(protected: list[int]) -> list[str]:
+    """seccomp: REFUSED_SYSCALLS get EPERM, and no signal reaches any of `protected`
+    (protected_targets: the grader, the worker that forked this child, their threads and
+    groups, and `kill(-1)`).
+
+    A thread the grader starts after this child was forked is not in the list; where the child
+    is in a process namespace of its own it cannot name any of them, and where it drops to its
+    own uid the kernel refuses those too. Returns the protections added; none where libseccomp
+    or the kernel refuses.
     """
     try:
         import errno
-        import socket
 
         import pyseccomp as seccomp
 
         rules = seccomp.SyscallFilter(seccomp.ALLOW)
         deny = seccomp.ERRNO(errno.EPERM)
-        for family in (socket.AF_INET, socket.AF_INET6):
-            rules.add_rule(seccomp.ERRNO(errno.EACCES), "socket",
-                           seccomp.Arg(0, seccomp.EQ, family))
-        for name in ("ptrace", "process_vm_readv", "process_vm_writev", "tkill",
-                     "pidfd_open", "pidfd_send_signal", "pidfd_getfd"):
-            rules.add_rule(deny, name)
+        for name in REFUSED_SYSCALLS:
+            with contextlib.suppress(OSError, RuntimeError, ValueError):  # not on this machine
+                rules.add_rule(deny, name)
         for target in protected:
             # pid arguments are 32-bit signed ints: -1 and -pgid arrive as two's complement,
             # and the upper half of the register is not defined.
             word = target & 0xFFFFFFFF
-            for name in ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
+            for name in SIGNAL_SYSCALLS:
                 rules.add_rule(deny, name, seccomp.Arg(0, seccomp.MASKED_EQ, 0xFFFFFFFF, word))
         rules.load()
     except Exception:  # no libseccomp, an old kernel: these layers are absent
         return []
-    return ["no inet sockets", "no ptrace", "no signals to the grader"]
+    return ["no sockets", "no ptrace", "no signals to the grader", "no namespace changes"]
 
 
 def warm_up_layers() -> None:

@@ -4,6 +4,17 @@ A job is one submission: the child imports it once, describes its API, then runs
 (lab function, device), reporting progress on a private pipe so the zygote can give each task
 its own time limit and, when a task hangs or kills the process, start a fresh child for the
 tasks after it.
+
+The progress pipe is written by a process that runs student code, so the zygote trusts nothing
+on it beyond what the order of lines proves (see `Progress` in zygote.py): one line each, in
+this order, or the child is stopped and the task in progress fails with status "protocol":
+
+    P <json>        the layers the child applied and its scan of the source (StaticScan),
+                    sent before the submission is imported
+    I | E           the import succeeded | failed
+    S <n>           task n started (n is the next task, each once)
+    D <n>           task n done (n is the task started last)
+    T <text>        an integrity event (audit hook), at any time after P
 """
 
 from __future__ import annotations
@@ -12,7 +23,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-OutcomeStatus = Literal["ok", "timeout", "signaled", "exited", "no_result", "not_run"]
+OutcomeStatus = Literal["ok", "timeout", "signaled", "exited", "no_result", "not_run",
+                        "protocol"]
+
+
+class StaticScan(BaseModel):
+    """What the child's scan of the source found before the submission was imported
+    (checks/source.py): the forbidden package's uses and the integrity findings, by lab name;
+    integrity findings outside any definition reach every name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: dict[str, list[str]] = Field(default_factory=dict)
+    integrity: dict[str, list[str]] = Field(default_factory=dict)
+    module: list[str] = Field(default_factory=list)
+    error: str = Field(default="", description="Why the source could not be scanned.")
+
+    def integrity_of(self, name: str) -> list[str]:
+        return self.integrity.get(name, []) + self.module
 
 
 class Task(BaseModel):
@@ -24,6 +52,9 @@ class Task(BaseModel):
     device: str = "cpu"
     cases: list[dict[str, Any]] = Field(default_factory=list)
     result_path: str
+    cases_path: str = Field(default="", description=(
+        "Cases in a file the child reads before its file-system view closes (hidden cases:"
+        " never in the zygote's memory, so never in another job's child)."))
 
 
 class Job(BaseModel):
@@ -38,9 +69,11 @@ class Job(BaseModel):
     api_path: str
     log_path: str
     nonce: str
+    forbidden_package: str = Field(default="", description="Scanned for in the source.")
     scratch_path: str = Field(default="", description="The child's working folder.")
     run_as: int | None = Field(default=None, description="Unprivileged uid for the child.")
     grader_pid: int = Field(default=0, description="The grading process: no signals to it.")
+    zygote_pid: int = Field(default=0, description="The worker that forks the children.")
     tasks: list[Task]
     timeout_s: float
     memory_bytes: int
@@ -57,6 +90,10 @@ class TaskOutcome(BaseModel):
     exit_code: int | None = None
     signal: int | None = None
     wall_s: float = 0.0
+    integrity: list[str] = Field(default_factory=list, description=(
+        "What the audit hook refused while this task (or the import) ran, as it told the"
+        " zygote before any record was written."))
+    detail: str = Field(default="", description="Why a protocol failure was declared.")
 
 
 class JobOutcome(BaseModel):
@@ -66,6 +103,12 @@ class JobOutcome(BaseModel):
     api_status: OutcomeStatus
     api_exit_code: int | None = None
     api_signal: int | None = None
+    api_integrity: list[str] = Field(default_factory=list)
+    api_detail: str = ""
     tasks: list[TaskOutcome]
     children: int = Field(description="Processes forked for this job (1 unless a task failed).")
     leftover_processes: int = 0
+    protections: list[str] = Field(default_factory=list, description=(
+        "Layers in force: applied by the zygote, or reported by the child before the"
+        " submission was imported; never what the child said afterwards."))
+    static: StaticScan = Field(default_factory=StaticScan)

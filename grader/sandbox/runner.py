@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -14,7 +15,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from grader.models import Limits
-from grader.sandbox.limits import choose_uid, readable_by_others
+from grader.sandbox.limits import choose_uid, job_uid, readable_by_others
 from grader.sandbox.protocol import Job, JobOutcome, Task, TaskOutcome
 
 # Variables the child must not inherit or must have: one thread per child (fork + OpenMP
@@ -34,11 +35,14 @@ _KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "CUD
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """What to probe: one lab function on one device, with its cases."""
+    """What to probe: one lab function on one device, with its cases. `private` cases (hidden
+    ones) travel in a file the child reads before its view closes, never through the zygote,
+    whose memory every later child inherits."""
 
     function: str
     device: str
     cases: list[dict[str, Any]]
+    private: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,11 @@ class JobResult:
     api: dict[str, Any] | None
     tasks: list[tuple[TaskOutcome, dict[str, Any] | None]]
     log: str
+
+    @property
+    def protections(self) -> list[str]:
+        """The layers in force, as the zygote saw them applied (never the child's records)."""
+        return self.outcome.protections
 
 
 class SandboxError(RuntimeError):
@@ -73,14 +82,18 @@ class Sandbox:
     wrote (JSON and raw tensor bytes, see wire.py: loading never runs code).
     """
 
-    protections = ("separate process", "process group kill", "child subreaper")
+    protections = ("separate process", "process group kill", "child subreaper",
+                   "closed descriptors", "trusted deadlines")
 
     def __init__(self, labs: list[str], *, run_as: int | Literal["auto"] | None = "auto",
                  uid_slot: int = 0) -> None:
         """`run_as`: the uid children drop to; "auto" chooses one when running as root
-        (limits.choose_uid; sandboxes running side by side pass distinct `uid_slot`s), None
-        keeps the grader's uid."""
+        (limits.choose_uid; sandboxes running side by side pass distinct `uid_slot`s), and
+        then each job takes the next uid of this sandbox's own range (limits.job_uid), so a
+        process one job left behind shares no uid with the next. An explicit uid is used for
+        every job; None keeps the grader's uid."""
         self.run_as: int | None = choose_uid(slot=uid_slot) if run_as == "auto" else run_as
+        self._rotate_uid = run_as == "auto"
         self._workdir = tempfile.TemporaryDirectory(prefix="inplace-grader-")
         self.workdir = Path(self._workdir.name)
         # A child that dropped its uid reaches its scratch folder through here: search-only,
@@ -133,7 +146,8 @@ class Sandbox:
             self._ready = True
 
     def run_job(self, *, lab: str, submission: Path, tasks: list[TaskSpec],
-                limits: Limits | None = None, search_path: Path | None = None) -> JobResult:
+                limits: Limits | None = None, search_path: Path | None = None,
+                forbidden_package: str = "") -> JobResult:
         """Run one submission's tasks; observations are loaded as data (wire.py), never run."""
         limits = limits or Limits()
         self._wait_ready()
@@ -142,7 +156,9 @@ class Sandbox:
         job_dir.mkdir(mode=0o700 if self.run_as is None else 0o711)
         scratch = job_dir / "scratch"
         scratch.mkdir(mode=0o700)
-        if self.run_as is not None:
+        run_as = (job_uid(self.run_as, self._counter) if self.run_as is not None
+                  and self._rotate_uid else self.run_as)
+        if run_as is not None:
             if search_path:
                 search_path, note = _own_copy(search_path, scratch)
                 if note:  # where the student reads their program's output (--debug)
@@ -150,7 +166,7 @@ class Sandbox:
                     with os.fdopen(fd, "w") as handle:
                         handle.write(note)
             for path in [scratch, *scratch.rglob("*")]:
-                os.lchown(path, self.run_as, self.run_as)
+                os.lchown(path, run_as, run_as)
         job = Job(
             job_id=str(self._counter),
             lab=lab,
@@ -159,11 +175,11 @@ class Sandbox:
             api_path=str(job_dir / "api.pt"),
             log_path=str(job_dir / "output.log"),
             nonce=secrets.token_hex(16),
+            forbidden_package=forbidden_package,
             scratch_path=str(scratch),
-            run_as=self.run_as,
+            run_as=run_as,
             grader_pid=os.getpid(),
-            tasks=[Task(function=t.function, device=t.device, cases=t.cases,
-                        result_path=str(job_dir / f"task{i}.pt")) for i, t in enumerate(tasks)],
+            tasks=[_task(spec, job_dir, index) for index, spec in enumerate(tasks)],
             timeout_s=limits.timeout_s,
             memory_bytes=limits.memory_bytes,
             file_size_bytes=limits.file_size_bytes,
@@ -173,6 +189,9 @@ class Sandbox:
         self._proc.stdin.write(job.model_dump_json() + "\n")
         self._proc.stdin.flush()
         outcome = JobOutcome.model_validate_json(self._read_line())
+        if outcome.job_id != job.job_id:  # children hold no descriptor that could say this
+            raise SandboxError(f"the sandbox worker answered for job {outcome.job_id!r} while "
+                               f"job {job.job_id!r} ran")
         api = self._load(job.api_path, job.nonce) if outcome.api_status == "ok" else None
         results = [
             (task_outcome, self._load(task.result_path, job.nonce)
@@ -209,6 +228,18 @@ class Sandbox:
             if stream is not None:
                 stream.close()
         self._workdir.cleanup()
+
+
+def _task(spec: TaskSpec, job_dir: Path, index: int) -> Task:
+    task = Task(function=spec.function, device=spec.device, cases=spec.cases,
+                result_path=str(job_dir / f"task{index}.pt"))
+    if not spec.private:
+        return task
+    path = job_dir / f"task{index}-cases.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # read before the drop
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(spec.cases, handle)
+    return task.model_copy(update={"cases": [], "cases_path": str(path)})
 
 
 OWN_FOLDER_LIMIT = 64 * 1024**2

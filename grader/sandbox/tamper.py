@@ -1,62 +1,76 @@
-"""Noticing a submission that patched what the grader relies on (torch, tensor methods, the
-testing helpers, builtins, and the grader's own modules loaded in the child: its probes and
-their captured accessors).
+"""Noticing a submission that patched what the grader relies on: torch, tensor methods, the
+testing helpers, builtins, the modules the child's own record writing goes through (json, os,
+struct, ctypes, sys, ...) and the grader's own modules loaded in the child (its probes and their
+captured accessors).
 
-A snapshot of each watched namespace is taken in the child before the submission is imported;
-after the import and after each task, any attribute that was replaced or deleted is reported by
-its qualified name, and so is any name added to `torch.Tensor` (it shadows a `TensorBase`
-method). Names added to a module (a submodule imported later, say) change nothing the grader
-calls, so they are not reported. The grader's own observations use accessors captured before
-the import (checks/tensors.py), so a report here explains a failure rather than causing one.
+`watch()` takes a snapshot of each watched namespace in the child before the submission is
+imported and returns the function that compares against it. That function keeps everything it
+uses in its closure, held only by the child's `run_job` frame (which the audit hook keeps the
+submission from reaching), so replacing this module's globals changes nothing. After the import
+and after each task, any attribute that was replaced or deleted is reported by its qualified
+name, and so is any name added to a watched class (it shadows a `TensorBase` method or an
+encoder method). Names added to a module (a submodule imported later, say) change nothing the
+grader calls, so they are not reported. The grader's own observations use accessors captured
+before the import (checks/tensors.py), so a report here explains a failure rather than
+causing one.
 """
 
 from __future__ import annotations
 
 import builtins
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 GRADER_PACKAGE = __name__.split(".")[0]
+# What the child's trusted path calls after the submission ran: the record's encoder, the
+# writes, the exception descriptions. A replacement there could rewrite a record on its way
+# out. (Not `sys`: students rebind sys.stdout and the like for good reasons, and the child
+# captured what it uses of sys before the import.)
+TRUSTED_PATH = ("json", "json.encoder", "json.decoder", "struct", "os", "posix", "ctypes",
+                "io", "traceback", "linecache", "functools")
 
 
 def _watched() -> dict[str, Any]:
+    import json.encoder
+
     import torch
     import torch.nn.functional
     import torch.testing
 
     grader = {name: module for name, module in list(sys.modules.items())
               if name == GRADER_PACKAGE or name.startswith(GRADER_PACKAGE + ".")}
+    trusted = {name: sys.modules[name] for name in TRUSTED_PATH if name in sys.modules}
     return {"torch": torch, "torch.Tensor": torch.Tensor, "torch.testing": torch.testing,
-            "torch.nn.functional": torch.nn.functional, "builtins": builtins, **grader}
+            "torch.nn.functional": torch.nn.functional, "builtins": builtins,
+            "json.JSONEncoder": json.encoder.JSONEncoder, **trusted, **grader}
 
 
-Snapshot = dict[str, dict[str, int]]
-_id = builtins.id  # captured at import, before any submission: `builtins.id` itself may be patched
-_vars = builtins.vars
+def watch() -> Callable[[], list[str]]:
+    """Snapshot now; the returned function lists what was replaced or deleted since (at most
+    20 qualified names)."""
+    identity, namespace = builtins.id, builtins.vars
+    is_module = ModuleType
+    modules = sys.modules
+    before = {name: {attr: identity(value) for attr, value in list(namespace(space).items())}
+              for name, space in _watched().items()}
+    spaces = {name: space for name, space in _watched().items()}
 
+    def changes() -> list[str]:
+        found: list[str] = []
+        for name, attributes in before.items():
+            space = spaces[name]
+            if isinstance(space, is_module) and modules.get(name, space) is not space:
+                found.append(name)  # a module replaced in sys.modules
+                continue
+            now = namespace(space)
+            for attr, was in attributes.items():
+                if attr not in now or (identity(now[attr]) != was
+                                       and not isinstance(now[attr], is_module)):
+                    found.append(f"{name}.{attr}")
+            if isinstance(space, type):  # on a class, a new name shadows an inherited one
+                found += [f"{name}.{attr}" for attr in now if attr not in attributes]
+        return found[:20]
 
-def snapshot() -> Snapshot:
-    """The identity of every attribute of every watched namespace."""
-    return {name: {attr: _id(value) for attr, value in list(_vars(space).items())}
-            for name, space in _watched().items()}
-
-
-def changes(before: Snapshot) -> list[str]:
-    """Qualified names replaced or deleted since `before` (at most 20)."""
-    found: list[str] = []
-    watched = _watched()
-    for name in before:
-        space = watched.get(name)
-        if space is None:  # a grader module taken out of sys.modules
-            found.append(name)
-            continue
-        now = _vars(space)
-        for attr, identity in before[name].items():
-            gone = attr not in now
-            if gone or (_id(now[attr]) != identity and not isinstance(now[attr], ModuleType)):
-                found.append(f"{name}.{attr}")
-        if isinstance(space, type):  # on a class, a new name shadows an inherited method
-            found += [f"{name}.{attr}" for attr in now if attr not in before[name]]
-    return found[:20]
-
+    return changes

@@ -3,77 +3,116 @@
 A fork costs milliseconds where a fresh interpreter costs the torch import (seconds). Two rules
 keep forking safe (see shared/notes/sandbox-facts.md): the zygote never runs a parallel torch op
 (a forked child would hang on OpenMP), and it never initialises CUDA (the child could not use
-it). Children start their own session so a timeout kills the whole process group, and the
-zygote is a child subreaper so that daemons a submission detaches are found and killed too.
+it). Each child is pid 1 of a PID namespace of its own where the host allows it, and the zygote
+is a child subreaper, so that nothing a submission starts outlives its job (containment.py).
 
-Protocol: one `Job` JSON line in on stdin, one `JobOutcome` JSON line out on stdout.
+Protocol: one `Job` JSON line in on stdin, one `JobOutcome` JSON line out on stdout. The child
+reports progress on a pipe of its own; since student code runs in that process, the zygote
+believes only what the order of its lines proves (`Progress`), and owns every deadline.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import importlib
+import json
 import os
 import select
 import signal
 import sys
 import time
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
+from grader.sandbox.containment import (
+    PidNamespaces,
+    become_subreaper,
+    sweep_children,
+    sweep_uid,
+)
 from grader.sandbox.limits import release_freed_memory, warm_up_layers
-from grader.sandbox.protocol import Job, JobOutcome, TaskOutcome
+from grader.sandbox.protocol import Job, JobOutcome, StaticScan, TaskOutcome
 
-PR_SET_CHILD_SUBREAPER = 36
+LINE_LIMIT = 64 * 1024  # bytes in one progress line; longer is a protocol violation
+INTEGRITY_LIMIT = 20  # integrity events kept per task
 
 
-def become_subreaper() -> bool:
+class ProtocolViolation(Exception):
+    """A progress line the protocol does not allow at this point (forged, malformed, late)."""
+
+
+@dataclass
+class Progress:
+    """One child's progress lines, accepted only in the order the protocol allows.
+
+    The child runs student code, which can write to this pipe too; so a line is believed only
+    where it is the one line that may come next: `P` first (sent before the submission is
+    imported), then `I` or `E`, then `S n` for the next task only and `D n` for the task
+    started last. `T` lines (the audit hook's) may come at any time after `P`. Anything else
+    ends the child; see protocol.py.
+    """
+
+    next_task: int
+    tasks: int
+    recorded: Callable[[int], bool] = lambda index: True  # task `index`'s record exists
+    protections: list[str] | None = None
+    static: StaticScan = field(default_factory=StaticScan)
+    imported: bool | None = None
+    current: int | None = None
+    done: list[int] = field(default_factory=list)
+    integrity: dict[int | None, list[str]] = field(default_factory=dict)  # None: the job
+
+    def accept(self, line: str) -> str:
+        """The kind of a valid line (P, I, E, S, D, T); raises ProtocolViolation otherwise."""
+        kind, _, rest = line.partition(" ")
+        if self.protections is None:
+            if kind != "P":
+                raise ProtocolViolation(f"expected the child's layers first, got {line[:80]!r}")
+            layers, self.static = _first_line(rest)
+            self.protections = [str(layer)[:80] for layer in layers][:40]
+            return kind
+        if kind == "T":
+            events = self.integrity.setdefault(self.current, [])
+            if len(events) < INTEGRITY_LIMIT:
+                events.append(rest[:200])
+            return kind
+        if kind in ("I", "E") and not rest and self.imported is None:
+            self.imported = kind == "I"
+            return kind
+        if kind == "S" and self.imported and self.current is None and rest == str(self.next_task) \
+                and self.next_task < self.tasks:
+            self.current = self.next_task
+            return kind
+        if kind == "D" and self.current is not None and rest == str(self.current):
+            if not self.recorded(self.current):  # the child sends D only after writing it
+                raise ProtocolViolation(f"task {self.current} said done before its record")
+            self.done.append(self.current)
+            self.next_task, self.current = self.current + 1, None
+            return kind
+        raise ProtocolViolation(f"unexpected progress line {line[:80]!r}")
+
+
+def _first_line(text: str) -> tuple[list[object], StaticScan]:
+    """The layers and the source scan of a `P` line."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def own_children() -> list[int]:
-    """Pids whose parent is this process (orphans reparented here included)."""
-    pids: list[int] = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            pids += [int(p) for p in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return pids
-
-
-def kill_leftovers() -> int:
-    """SIGKILL and reap every remaining child; return how many there were."""
-    killed = 0
-    for _ in range(100):
-        pids = own_children()
-        if not pids:
-            break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
-        for pid in pids:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-    return killed
+        value = json.loads(text)
+        layers, static = value["layers"], StaticScan.model_validate(value["static"])
+    except (ValueError, TypeError, KeyError) as exc:  # ValidationError is a ValueError
+        raise ProtocolViolation("malformed layers line") from exc
+    if not isinstance(layers, list):
+        raise ProtocolViolation("malformed layers line")
+    return layers, static
 
 
 class _Child:
     """One forked child and its progress pipe, read until it ends or a deadline passes."""
 
-    def __init__(self, job: Job, first_task: int) -> None:
+    def __init__(self, job: Job, first_task: int, namespaces: PidNamespaces) -> None:
         from grader.sandbox.child import child_main
 
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
+        pid = namespaces.fork()
         if pid == 0:
             os.close(read_fd)
             child_main(job, first_task=first_task, progress_fd=write_fd)  # never returns
@@ -82,44 +121,65 @@ class _Child:
         self._pipe = os.fdopen(read_fd, "rb", buffering=0)
         self._pidfd = os.pidfd_open(pid)
         self._buffer = b""
+        self._eof = False
         self.status: int | None = None
 
     def next_message(self, deadline: float) -> str | None:
-        """The next progress line; None when the child ended or the deadline passed."""
+        """The next progress line; None when the child ended or the deadline passed. A line
+        longer than LINE_LIMIT is a protocol violation (the zygote's memory stays bounded)."""
         while b"\n" not in self._buffer:
+            if len(self._buffer) > LINE_LIMIT:
+                raise ProtocolViolation("a progress line longer than the protocol allows")
             left = deadline - time.monotonic()
             if left <= 0 or self.status is not None:
                 return None
             pipe_fd = self._pipe.fileno()
-            ready, _, _ = select.select([pipe_fd, self._pidfd], [], [], left)
+            waiting = [self._pidfd] if self._eof else [pipe_fd, self._pidfd]
+            ready, _, _ = select.select(waiting, [], [], left)
             chunk = self._pipe.read(4096) if pipe_fd in ready else None
             if chunk:
                 self._buffer += chunk
                 continue
-            if self._pidfd in ready or chunk == b"":
-                # Ended (its pipe may stay open in a grandchild): read what is left, reap it.
+            if chunk == b"":
+                # The pipe was closed (by the submission, say) while the process may live on:
+                # from here only its end or the deadline counts.
+                self._eof = True
+            if self._pidfd in ready:
                 self._drain()
                 _, self.status = os.waitpid(self.pid, 0)
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode(errors="replace")
 
     def _drain(self) -> None:
+        if self._eof:
+            return
         os.set_blocking(self._pipe.fileno(), False)
         try:
-            while chunk := self._pipe.read(4096):
+            while (chunk := self._pipe.read(4096)) and len(self._buffer) <= 2 * LINE_LIMIT:
                 self._buffer += chunk
         except (BlockingIOError, TypeError):
             pass
 
     def stop(self) -> int:
-        """Kill the child's session and reap it; its wait status."""
+        """Kill the child's session and reap it; its wait status. Where the child is pid 1
+        of its own namespace, the kernel ends everything in it as it goes."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)  # if it left its process group
         if self.status is None:
             _, self.status = os.waitpid(self.pid, 0)
         self._pipe.close()
         os.close(self._pidfd)
         return self.status
+
+
+def _recorded(path: str) -> bool:
+    """A record file is there, at least its length prefix (the child wrote it before `D`)."""
+    try:
+        return os.stat(path).st_size >= 8
+    except OSError:
+        return False
 
 
 def _ended(status: int) -> TaskOutcome:
@@ -128,45 +188,89 @@ def _ended(status: int) -> TaskOutcome:
     return TaskOutcome(status="exited", exit_code=os.WEXITSTATUS(status))
 
 
-def run_job(job: Job) -> JobOutcome:
-    """Run every task of the job, one child at a time; a task that hangs or kills its process
-    costs only itself: the next child starts at the task after it."""
+@dataclass
+class Containment:
+    """What ends a job's processes here, and the names the report gives it."""
+
+    namespaces: PidNamespaces
+
+    def protections(self, job: Job) -> list[str]:
+        if self.namespaces.available:
+            return ["process namespace"]
+        return ["uid sweep"] if job.run_as is not None else []
+
+    def sweep(self, job: Job) -> int:
+        """After each child: a job's own uid is swept where no namespace ended everything,
+        then the subreaper sweep catches anything reparented here."""
+        if not self.namespaces.available and job.run_as is not None:
+            sweep_uid(job.run_as)
+        return sweep_children()
+
+
+def run_job(job: Job, containment: Containment) -> JobOutcome:
+    """Run every task of the job, one child at a time; a task that hangs, kills its process or
+    breaks the protocol costs only itself: the next child starts at the task after it.
+
+    Deadlines are the zygote's: the import gets one window of `timeout_s` from the fork, and
+    each task one window from the moment its `S` line is accepted, which happens once."""
     outcomes: list[TaskOutcome | None] = [None] * len(job.tasks)
     api_outcome: TaskOutcome | None = None
+    protections: list[str] | None = None
+    static = StaticScan()
+    job_integrity: list[str] = []
     children = leftovers = 0
     next_task = 0
     while True:
-        child = _Child(job, next_task)
+        child = _Child(job, next_task, containment.namespaces)
         children += 1
-        current: int | None = None  # None while importing or between tasks
-        import_failed = ran_any = False
+        progress = Progress(next_task=next_task, tasks=len(job.tasks),
+                            recorded=lambda index: _recorded(job.tasks[index].result_path))
         started = time.monotonic()
         deadline = started + job.timeout_s
-        while (message := child.next_message(deadline)) is not None:
-            if message in ("I", "E"):
-                api_outcome = api_outcome or TaskOutcome(status="ok")
-                import_failed = message == "E"
-            elif message.startswith("S "):
-                current, started = int(message[2:]), time.monotonic()
-                deadline = started + job.timeout_s
-            elif message.startswith("D ") and current is not None:
-                outcomes[current] = TaskOutcome(status="ok", wall_s=time.monotonic() - started)
-                next_task, current, ran_any = current + 1, None, True
-        timed_out = child.status is None
+        violation = ""
+        try:
+            while (message := child.next_message(deadline)) is not None:
+                kind = progress.accept(message)
+                if kind == "S":
+                    started = time.monotonic()
+                    deadline = started + job.timeout_s
+                elif kind == "D":
+                    outcomes[progress.done[-1]] = TaskOutcome(status="ok",
+                                                              wall_s=time.monotonic() - started)
+        except ProtocolViolation as exc:
+            violation = str(exc)
+        timed_out = child.status is None and not violation
         status = child.stop()
-        leftovers += kill_leftovers()
-        failure = TaskOutcome(status="timeout") if timed_out else _ended(status)
-        if api_outcome is None:  # died or hung while importing: nothing else can run
-            api_outcome = failure
+        leftovers += containment.sweep(job)
+        if protections is None and progress.protections is not None:
+            protections, static = progress.protections, progress.static
+        for index, events in progress.integrity.items():
+            done = outcomes[index] if index is not None else None
+            if index is None:
+                job_integrity += events
+            elif done is not None:
+                outcomes[index] = done.model_copy(update={"integrity": events})
+        if violation:
+            failure = TaskOutcome(status="protocol", detail=violation)
+        else:
+            failure = TaskOutcome(status="timeout") if timed_out else _ended(status)
+        current = progress.current
+        if current is not None:
+            failure = failure.model_copy(update={"integrity": progress.integrity.get(current, [])})
+        if progress.imported is None:  # died, hung or broke the protocol while importing
+            api_outcome = failure.model_copy(update={"integrity": job_integrity})
             break
-        if import_failed:
+        api_outcome = api_outcome or TaskOutcome(status="ok")
+        if not progress.imported:
             break
-        if current is not None:  # this task hung or killed the process
-            outcomes[current] = failure.model_copy(
-                update={"wall_s": time.monotonic() - started})
+        next_task = progress.next_task
+        if current is not None:  # this task hung, killed the process or broke the protocol
+            outcomes[current] = failure.model_copy(update={"wall_s": time.monotonic() - started})
             next_task = current + 1
-        elif not ran_any and next_task < len(job.tasks):
-            outcomes[next_task] = failure  # ended before starting any task: do not loop
+        elif violation or (not progress.done and next_task < len(job.tasks)):
+            # Between tasks (a thread of the submission's, say), or ended before starting one:
+            # the next task is lost, so that no child can loop.
+            outcomes[next_task] = failure
             next_task += 1
         # Otherwise it stopped early on purpose (tampering): a fresh child goes on.
         if next_task >= len(job.tasks):
@@ -176,9 +280,13 @@ def run_job(job: Job) -> JobOutcome:
         api_status=api_outcome.status,
         api_exit_code=api_outcome.exit_code,
         api_signal=api_outcome.signal,
+        api_integrity=list(dict.fromkeys(job_integrity + api_outcome.integrity)),
+        api_detail=api_outcome.detail,
         tasks=[o or TaskOutcome(status="not_run") for o in outcomes],
         children=children,
         leftover_processes=leftovers,
+        protections=containment.protections(job) + (protections or []),
+        static=static,
     )
 
 
@@ -186,6 +294,7 @@ def main() -> None:
     protocol_out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints from imports must not corrupt the protocol
     become_subreaper()
+    containment = Containment(PidNamespaces())
     import torch  # paid once, inherited by every child
 
     warm_up_layers()
@@ -204,7 +313,8 @@ def main() -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
-        outcome = run_job(Job.model_validate_json(line))
+        job = Job.model_validate_json(line)
+        outcome = run_job(job.model_copy(update={"zygote_pid": os.getpid()}), containment)
         protocol_out.write(outcome.model_dump_json() + "\n")
 
 

@@ -36,3 +36,26 @@ def test_defaults_are_compared_by_value() -> None:
     assert same_default("1e-08", "1e-08") and same_default("False", "False")
     assert not same_default("True", "False") and not same_default("0.01", "0.001")
     assert not same_default(None, "0.0") and not same_default("'0.0'", "0.0")
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nO = torch.optim\nclass SGD:\n    def step(self):\n        O.SGD([], lr=1)\n",
+    "import torch\nS = torch.optim.SGD\nK = S\nclass SGD:\n"
+    "    def step(self):\n        K([], lr=1)\n",
+    "import importlib\nO = importlib.import_module('torch.optim')\nclass SGD:\n"
+    "    def step(self):\n        O.SGD\n",
+])
+def test_a_name_bound_to_torch_optim_by_assignment_is_a_route(source: str) -> None:
+    uses = static_uses(source, package="torch.optim", names=NAMES)
+    assert uses["SGD"] and not uses["zero_grad"]
+
+
+@pytest.mark.parametrize("line", [
+    "type(params).__module__.startswith('torch.optim')",
+    "kw.get('optim')",
+    "print('do not use torch.optim here')",
+    "{'optim': 1}['optim']",
+])
+def test_a_string_that_only_names_torch_optim_is_not_a_use(line: str) -> None:
+    source = f"import torch\nclass SGD:\n    def step(self, kw={{}}, params=()):\n        {line}\n"
+    assert static_uses(source, package="torch.optim", names=NAMES) == {"zero_grad": [], "SGD": []}

@@ -322,3 +322,16 @@ def test_export_needs_a_grades_folder(tmp_path: Path) -> None:
     (tmp_path / "reports").mkdir()
     result = run(str(tmp_path), "--to", "canvas")
     assert result.returncode == 2 and "no reports; run `inplace-grader grade" in result.stderr
+
+
+def test_cells_a_spreadsheet_would_run_are_written_as_text() -> None:
+    from grader.exporters.spreadsheet import safe_cell
+
+    assert [safe_cell(v) for v in ("=1+1", "+cmd", "-x", "@SUM(A1)", "\t=1", "alice", "-0.5", 3)] \
+        == ["'=1+1", "'+cmd", "'-x", "'@SUM(A1)", "'\t=1", "alice", "-0.5", 3]
+    evil = [standing("=HYPERLINK(\"http://x\")", 10)]
+    canvas = table(canvas_csv(evil, assignment="=cmd").text)
+    assert canvas[0][-1] == "'=cmd" and canvas[2][0] == "'=HYPERLINK(\"http://x\")"
+    moodle = table(moodle_csv(evil, assignment="lab", roster=roster(
+        "student,email\n=HYPERLINK(\"http://x\"),@evil@example.org\n")).text)
+    assert moodle[1][0] == "'@evil@example.org"

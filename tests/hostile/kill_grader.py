@@ -1,6 +1,9 @@
-"""Tries to SIGKILL the grader: the worker that forked it, the grading process above that,
-their threads (kill() given a thread's id ends the whole process), their process groups, every
-process it may (kill(-1)), and the grader again through a pidfd and through rt_sigqueueinfo.
+"""Tries to SIGKILL the grader: the worker that forked it, the grading process (its pid is
+filled in by the test, as an attacker could learn it from a log), their threads (kill() given a
+thread's id ends the whole process) and process groups where it can see them, every process it
+may (kill(-1)), and the grader again through a pidfd and through rt_sigqueueinfo. In a process
+namespace of its own it sees neither (its parent is pid 0 there), and a number it sends names a
+process of its own namespace, not the host's: the filter refuses those numbers all the same.
 
 Each target is first probed with signal 0, which harms nothing: a SIGKILL follows only where
 the probe was refused, so a missing protection shows up as OPEN in the message and never kills
@@ -20,11 +23,6 @@ def sgd_step(params, lr):
         for p in params:
             if p.grad is not None:
                 p.add_(p.grad, alpha=-lr)
-
-
-def _parent_of(pid):
-    with open(f"/proc/{pid}/stat") as handle:
-        return int(handle.read().rsplit(")", 1)[1].split()[1])
 
 
 def _refused(send):
@@ -64,11 +62,21 @@ def _pidfd(pid):
     return send
 
 
+def _seen(pid):
+    """The pid, its threads and its process group, as far as this process can see them."""
+    found = {pid}
+    try:
+        found.add(-os.getpgid(pid))
+        found.update(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        pass
+    return found
+
+
 def zero_grad(params, set_to_none=False):
-    worker = os.getppid()
-    grader = _parent_of(worker)
-    threads = [int(t) for pid in (worker, grader) for t in os.listdir(f"/proc/{pid}/task")]
-    targets = {worker, grader, -os.getpgid(worker), -os.getpgid(grader), *threads}
+    grader = @GRADER_PID@
+    worker = os.getppid()  # 0 in a process namespace of its own
+    targets = _seen(grader) | (_seen(worker) if worker else set())
     outcomes = {_refused(lambda sig, t=t: os.kill(t, sig)) for t in targets}
     outcomes.add(_refused(lambda sig: os.kill(-1, sig)))
     outcomes.add(_refused(_sigqueue(grader)))
