@@ -476,7 +476,7 @@ def integrity_finding(events: list[str], *, function: str) -> Finding:
     if changed:
         return fail("tampered", function=function, names=", ".join(changed[:5]),
                     count=len(changed))
-    used = [event.removeprefix("mode ") for event in events]
+    used = list(dict.fromkeys(event.removeprefix("mode ") for event in events))
     return fail("integrity", function=function, what="; ".join(used[:3]), count=len(used))
 
 

@@ -22,6 +22,17 @@ class SubmissionError(ValueError):
     """The path cannot be graded (missing, unreadable, wrong type): a usage error."""
 
 
+# Checked before anything is parsed: a syntax tree costs a few hundred bytes a node (a megabyte
+# of `x = 1` lines is over 400 MB of them), and an honest lab file is a few kilobytes.
+SOURCE_LIMIT = 1024**2  # bytes of Python source, from a .py file or a notebook's code cells
+NOTEBOOK_LIMIT = 10 * 1024**2  # bytes of .ipynb (outputs and images included)
+
+
+def _too_large(path: Path, size: int, limit: int, what: str) -> SubmissionError:
+    return SubmissionError(f"{path.name} is {size / 1024**2:.1f} MiB of {what}; the grader "
+                           f"reads at most {limit // 1024**2} MiB (is a data file included?)")
+
+
 @dataclass(frozen=True)
 class Submission:
     path: Path
@@ -34,12 +45,18 @@ class Submission:
 def notebook_source(path: Path) -> str:
     import nbformat
 
+    size = path.stat().st_size
+    if size > NOTEBOOK_LIMIT:
+        raise _too_large(path, size, NOTEBOOK_LIMIT, "notebook")
     try:
         notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
     except (json.JSONDecodeError, nbformat.reader.NotJSONError, UnicodeDecodeError) as exc:
         raise SubmissionError(f"{path}: not a readable notebook ({exc})") from exc
     cells = [code_cell_source(cell.source) for cell in notebook.cells
              if cell.cell_type == "code" and not _is_autograder_test(cell)]
+    code = sum(len(cell.encode()) for cell in cells)
+    if code > SOURCE_LIMIT:
+        raise _too_large(path, code, SOURCE_LIMIT, "code cells")
     return join_cells(cell for cell in cells if not is_grader_cell(cell))
 
 
@@ -80,6 +97,8 @@ def join_cells(cells: Iterable[str]) -> str:
     """Cells as one module, in order. IPython accepts `from __future__` in any cell; a module
     only at its top, so those imports move there when code comes before them."""
     source = "\n\n".join(cells) + "\n"
+    if "__future__" not in source:
+        return source
     try:
         body = ast.parse(source).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -118,6 +137,8 @@ def load_submission(path: Path, *, filename: str, own_folder: bool = True) -> Su
     if path.suffix == ".ipynb":
         return Submission(path, notebook_source(path), search_path)
     try:
+        if (size := path.stat().st_size) > SOURCE_LIMIT:
+            raise _too_large(path, size, SOURCE_LIMIT, "Python")
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SubmissionError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from exc

@@ -212,3 +212,15 @@ def test_a_name_a_spreadsheet_would_run_is_written_as_text(tmp_path: Path) -> No
     grade_class(subs, options=options(out))
     students = set(rows(out))
     assert students == {"'=HYPERLINK(evil)", "'-1+2"}
+
+
+def test_a_source_too_large_to_parse_safely_is_an_error_row_before_any_parse(tmp_path: Path
+                                                                            ) -> None:
+    subs = tmp_path / "subs"
+    copy("reference_copy", subs / "alice.py")
+    (subs / "bob.py").write_text("x = 1\n" * 200_000)  # 1.1 MiB of trivial statements
+    out = tmp_path / "out"
+    result = grade_class(subs, options=options(out))
+    assert dict(result.errors) == {
+        "bob": "bob.py is 1.1 MiB of Python; the grader reads at most 1 MiB "
+               "(is a data file included?)"}

@@ -261,3 +261,39 @@ def test_renaming_a_case_changes_only_the_parameters_that_name_it() -> None:
     assert renamed.params["case"] == "large_lr" and renamed.params["dtype"] == "float32"
     assert renamed.params["where"].params == {"case": "large_lr", "dtype": "float32"}
     assert rename_case(finding, "float64", "x").params == finding.params
+
+
+# --- hidden cases out of the visible child's reach ----------------------------------------------
+
+SPY = '''
+
+def zero_grad(params, set_to_none=False):
+    raise RuntimeError(f"shapes={[tuple(p.shape) for p in params]}")
+'''
+
+
+def test_a_visible_child_never_holds_a_hidden_case_and_its_words_stay_visible(
+        tmp_path: Path, sandbox: Sandbox) -> None:
+    """The lab's cases and the hidden ones run in separate children: what a visible check
+    says cannot hold a hidden case, and the hidden child's words are withheld with it."""
+    path = tmp_path / "optimizer.py"
+    path.write_text((ROOT / "solutions" / "optim" / "optimizer.py").read_text() + SPY)
+    hidden = load_hidden_file(EXAMPLES["optim"])  # zero_grad_float64 has shapes [9], [3, 3]
+    report = grade(path, "optim", sandbox, hidden)
+    visible = " ".join(c.message + c.got + c.debug for c in report.checks if not c.hidden)
+    secret = " ".join(c.message + c.got + c.debug for c in report.checks if c.hidden
+                      and c.function == "zero_grad")
+    assert "shapes=" in visible and "(9,)" not in visible and "4242" not in visible
+    assert "(9,)" in secret  # the hidden child saw its own case, and said so only there
+    view = feedback_text(report, lang="en")
+    assert "(9,)" not in view and "momentum_float64" not in view
+
+
+def test_hidden_cases_travel_in_a_private_file_not_in_the_job(tmp_path: Path) -> None:
+    from grader.sandbox.runner import TaskSpec, _task
+
+    spec = TaskSpec("sgd_step", "cpu", [{"id": "hidden.large_lr", "seed": 77}], private=True)
+    task = _task(spec, tmp_path, 0)
+    assert task.cases == [] and "77" not in task.model_dump_json()
+    assert Path(task.cases_path).stat().st_mode & 0o777 == 0o600
+    assert "77" in Path(task.cases_path).read_text()

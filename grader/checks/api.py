@@ -10,6 +10,7 @@ from typing import Any
 from grader.checks.findings import PASS, Finding, fail
 
 _MISSING = "<missing>"
+REPR_LIMIT = 200  # characters of a default's repr or a name kept in the record
 
 
 def describe_callable(obj: Any) -> dict[str, Any]:
@@ -21,18 +22,20 @@ def describe_callable(obj: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {"kind": kind, "parameters": None}
     parameters = []
-    for parameter in signature.parameters.values():
+    for parameter in list(signature.parameters.values())[:64]:
         if kind == "class" and parameter.name == "self":
             continue
         default = parameter.default
         parameters.append(
             {
-                "name": parameter.name,
+                "name": parameter.name[:REPR_LIMIT],
                 "kind": parameter.kind.name,
-                "default": _MISSING if default is inspect.Parameter.empty else repr(default),
+                "default": (_MISSING if default is inspect.Parameter.empty
+                            else repr(default)[:REPR_LIMIT]),
             }
         )
-    methods = sorted(n for n in dir(obj) if not n.startswith("__")) if kind == "class" else []
+    methods = (sorted(n[:REPR_LIMIT] for n in dir(obj) if not n.startswith("__"))[:200]
+               if kind == "class" else [])
     return {"kind": kind, "parameters": parameters, "methods": methods}
 
 

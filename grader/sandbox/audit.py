@@ -54,6 +54,9 @@ SECRET_PROC_FILES = ("mem", "environ", "pagemap")
 HANDS_ON = (("<frozen importlib.", ""), ("importlib/__init__.py", ""), ("/inspect.py", ""))
 HANDS_ON_STACK = (*HANDS_ON, ("/traceback.py", ""))
 HANDS_ON_FRAMES = (*HANDS_ON, ("/traceback.py", "walk_tb"))
+# torch's public wrappers around the version counter: their caller is who asked.
+HANDS_ON_VERSION = (*HANDS_ON, ("torch/autograd/graph.py", "increment_version"),
+                    ("torch/autograd/grad_mode.py", ""))
 INTEGRITY_EVENT = "inplace-grader.integrity"  # the grader's own findings, reported as they are
 WATCHED = ALWAYS_REFUSED | REFUSED_FROM_SUBMISSION | {
     "object.__getattr__", "object.__setattr__", "object.__delattr__", "import", "exec",
@@ -64,8 +67,11 @@ class Refused(PermissionError):
     """What the submission's code sees when the hook refuses it."""
 
 
+Attribution = Callable[[FrameType | None, tuple[tuple[str, str], ...]], bool]
+
+
 def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
-            report: Callable[[str], None], protected_prefixes: tuple[str, ...]) -> None:
+            report: Callable[[str], None], protected_prefixes: tuple[str, ...]) -> Attribution:
     """Install the hook for the rest of this process's life.
 
     `trusted_roots`: folders whose code is the interpreter's, the installed packages' or the
@@ -73,6 +79,9 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
     student folder inside a trusted one stays untrusted). `report` tells the zygote, once per
     distinct refusal. `protected_prefixes`: module names whose code must not run again (torch,
     grader): a reload would replace what the grader wrapped or relies on.
+
+    Returns the attribution it uses (is this frame, past the hands-on ones, the submission's
+    code?), for the guards that are not audit events (guard_version_counters).
     """
     trusted = tuple(str(root) + os.sep for root in trusted_roots)
     untrusted = tuple(str(root) for root in untrusted_roots)
@@ -93,13 +102,16 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
             return False
         return filename.startswith(trusted) or filename.startswith("<frozen ")
 
-    def asked_by_submission(hands_on: tuple[tuple[str, str], ...] = HANDS_ON) -> bool:
-        frame: FrameType | None = getframe(3)  # 0: here, 1: check, 2: hook, 3: the event
+    def submission_frame(frame: FrameType | None,
+                         hands_on: tuple[tuple[str, str], ...] = HANDS_ON) -> bool:
         while frame is not None and any(
                 part in frame.f_code.co_filename and function in ("", frame.f_code.co_name)
                 for part, function in hands_on):
             frame = frame.f_back
         return frame is not None and not is_trusted_file(frame.f_code.co_filename)
+
+    def asked_by_submission(hands_on: tuple[tuple[str, str], ...] = HANDS_ON) -> bool:
+        return submission_frame(getframe(3), hands_on)  # 0 here, 1 check, 2 hook, 3 event
 
     def refuse(what: str) -> None:
         if what not in reported:
@@ -159,6 +171,30 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
             refuse(f"replacing {getattr(args[0], '__qualname__', '?')}.{args[1]}")
 
     sys.addaudithook(hook)
+    return submission_frame
+
+
+def guard_version_counters(attribution: Attribution, report: Callable[[str], None]) -> None:
+    """Refuse, to the submission, setting a tensor's version counter by hand: after a write
+    through `.data` (which autograd cannot see) it would pass the version check. torch's own
+    code may still call them. Installed before the tamper snapshot, which then watches them."""
+    import torch
+
+    getframe = sys._getframe
+    for owner, name in ((torch._C._autograd, "_unsafe_set_version_counter"),
+                        (torch._C, "_increment_version")):
+        original = getattr(owner, name, None)
+        if original is None:
+            continue
+
+        def guarded(*args: Any, _call: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            if attribution(getframe(1), HANDS_ON_VERSION):
+                what = f"setting a tensor's version counter by hand ({_name})"
+                report(what)
+                raise Refused(f"inplace-grader: {what} is not allowed in a graded submission")
+            return _call(*args, **kwargs)
+
+        setattr(owner, name, guarded)
 
 
 def _source_file(module: ModuleType) -> str:

@@ -244,11 +244,12 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str]) -
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
     forget_grader_modules()
-    changes = tamper.watch()
     untrusted = [Path(job.submission_path)] + own + (
         [Path(job.scratch_path)] if job.scratch_path else [])
-    audit.install(trusted_roots=python_paths(), untrusted_roots=untrusted, report=progress,
-                  protected_prefixes=("torch", "grader"))
+    attribution = audit.install(trusted_roots=python_paths(), untrusted_roots=untrusted,
+                                report=progress, protected_prefixes=("torch", "grader"))
+    audit.guard_version_counters(attribution, progress)
+    changes = tamper.watch()
     send("P " + json.dumps({"layers": [*limits, "audit hook"],
                             "static": scan_source(source, names=lab_probes.LAB_NAMES,
                                                   package=job.forbidden_package)}))

@@ -192,9 +192,10 @@ class Sandbox:
         if outcome.job_id != job.job_id:  # children hold no descriptor that could say this
             raise SandboxError(f"the sandbox worker answered for job {outcome.job_id!r} while "
                                f"job {job.job_id!r} ran")
-        api = self._load(job.api_path, job.nonce) if outcome.api_status == "ok" else None
+        budget = _Budget()
+        api = self._load(job.api_path, job.nonce, budget) if outcome.api_status == "ok" else None
         results = [
-            (task_outcome, self._load(task.result_path, job.nonce)
+            (task_outcome, self._load(task.result_path, job.nonce, budget)
              if task_outcome.status == "ok" else None)
             for task, task_outcome in zip(job.tasks, outcome.tasks, strict=True)
         ]
@@ -208,13 +209,24 @@ class Sandbox:
             shutil.rmtree(submission.parent, ignore_errors=True)
 
     @staticmethod
-    def _load(path: str, nonce: str) -> dict[str, Any] | None:
-        from grader.sandbox.wire import WireError, loads
+    def _load(path: str, nonce: str, budget: _Budget) -> dict[str, Any] | None:
+        """A record as data, or None: missing, forged, truncated, or over what the grader
+        reads. The header's length and its leading nonce are checked before the rest is read,
+        so a forged file costs at most its first megabyte."""
+        from grader.sandbox.wire import HEADER_LIMIT, WireError, header_length, loads, stamp
 
         try:
             with open(path, "rb") as handle:
-                loaded = loads(handle.read())
-        except (OSError, WireError):  # a missing, forged or truncated file is no result
+                size = os.fstat(handle.fileno()).st_size
+                start = handle.read(8)
+                length = header_length(start)
+                if length > HEADER_LIMIT:
+                    return None
+                header = handle.read(length)
+                if not header.startswith(stamp(nonce)) or not budget.take(size):
+                    return None
+                loaded = loads(start + header + handle.read(size - 8 - length))
+        except (OSError, WireError):
             return None
         return loaded if isinstance(loaded, dict) and loaded.get("nonce") == nonce else None
 
@@ -243,6 +255,20 @@ def _task(spec: TaskSpec, job_dir: Path, index: int) -> Task:
 
 
 OWN_FOLDER_LIMIT = 64 * 1024**2
+# Bytes of records the grading process reads per job (honest ones: a few hundred KB; hidden
+# cases with large shapes add tensor bytes). A record past it is no result.
+JOB_RECORDS_LIMIT = 256 * 1024**2
+
+
+@dataclass
+class _Budget:
+    left: int = JOB_RECORDS_LIMIT
+
+    def take(self, size: int) -> bool:
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
 
 
 def _own_copy(folder: Path, scratch: Path) -> tuple[Path, str]:

@@ -43,6 +43,7 @@ def _watched() -> dict[str, Any]:
               if name == GRADER_PACKAGE or name.startswith(GRADER_PACKAGE + ".")}
     trusted = {name: sys.modules[name] for name in TRUSTED_PATH if name in sys.modules}
     return {"torch": torch, "torch.Tensor": torch.Tensor, "torch.testing": torch.testing,
+            "torch._C": torch._C, "torch._C._autograd": torch._C._autograd,
             "torch.nn.functional": torch.nn.functional, "builtins": builtins,
             "json.JSONEncoder": json.encoder.JSONEncoder, **trusted, **grader}
 

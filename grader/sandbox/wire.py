@@ -57,12 +57,33 @@ def dumps(record: Any) -> bytes:
     return struct.pack("<Q", len(header)) + header + b"".join(blobs)
 
 
-def loads(data: bytes) -> Any:
-    if len(data) < 8:
+# A child writes these files, so their size is the child's to choose: the grading process
+# parses at most this much JSON per record (an honest record's header is at most ~120 KB).
+HEADER_LIMIT = 1024**2
+
+
+def stamp(nonce: str) -> bytes:
+    """How every record's header starts: its nonce comes first (the child's header dict puts
+    it there), so a reader can refuse a forged file before reading the rest of it."""
+    return json.dumps({"nonce": nonce})[:-1].encode()
+
+
+def header_length(start: bytes) -> int:
+    """The header length from a record's first 8 bytes."""
+    if len(start) < 8:
         raise WireError("truncated")
-    (length,) = struct.unpack("<Q", data[:8])
+    return int(struct.unpack("<Q", start[:8])[0])
+
+
+def loads(data: bytes, *, header_limit: int = HEADER_LIMIT) -> Any:
+    """Decode a record. Raises WireError for anything malformed or over the limits: a header
+    longer than `header_limit`, nesting deeper than the parser's recursion limit, a tensor
+    entry that does not fit the body. Never another exception type."""
+    length = header_length(data)
     if length > len(data) - 8:
         raise WireError("truncated header")
+    if length > header_limit:
+        raise WireError(f"header of {length} bytes, over the {header_limit} the grader reads")
     body = bytearray(memoryview(data)[8 + length:])  # one copy, writable: tensors view it
 
     def tensors(obj: dict[str, Any]) -> Any:  # called by the C parser for each object
@@ -70,10 +91,10 @@ def loads(data: bytes) -> Any:
 
     try:
         return json.loads(data[8:8 + length], object_hook=tensors)
-    except ValueError as exc:  # WireError included
-        if isinstance(exc, WireError):
-            raise
-        raise WireError(f"bad header: {exc}") from exc
+    except WireError:
+        raise
+    except (ValueError, RecursionError, MemoryError) as exc:  # nesting past the C parser's limit
+        raise WireError(f"bad header: {type(exc).__name__}") from exc
 
 
 def _is_count(value: Any) -> bool:

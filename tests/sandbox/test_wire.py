@@ -59,3 +59,35 @@ def _forged(entry: object) -> bytes:
 def test_a_forged_tensor_entry_is_refused_not_raised_through(entry: object) -> None:
     with pytest.raises(WireError):
         loads(_forged(entry))
+
+
+def _record(header: bytes, body: bytes = b"") -> bytes:
+    return struct.pack("<Q", len(header)) + header + body
+
+
+def test_nesting_deeper_than_the_parser_goes_is_a_wire_error_not_a_crash() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(WireError):
+        loads(_record(deep))
+
+
+def test_a_header_over_the_limit_is_refused_before_parsing() -> None:
+    from grader.sandbox.wire import HEADER_LIMIT
+
+    huge = json.dumps({"nonce": "x", "pad": "a" * (HEADER_LIMIT + 1)}).encode()
+    with pytest.raises(WireError, match="over the"):
+        loads(_record(huge))
+
+
+def test_the_runner_refuses_a_file_without_the_job_nonce_or_over_the_budget(tmp_path) -> None:
+    from grader.sandbox.runner import JOB_RECORDS_LIMIT, Sandbox, _Budget
+
+    good = tmp_path / "good.pt"
+    good.write_bytes(dumps({"nonce": "n1", "x": torch.ones(3)}))
+    forged = tmp_path / "forged.pt"
+    forged.write_bytes(dumps({"x": 1, "nonce": "n1"}))  # the nonce not first: not ours
+    assert Sandbox._load(str(good), "n1", _Budget())["x"].tolist() == [1.0, 1.0, 1.0]
+    assert Sandbox._load(str(good), "n2", _Budget()) is None
+    assert Sandbox._load(str(forged), "n1", _Budget()) is None
+    assert Sandbox._load(str(good), "n1", _Budget(left=10)) is None
+    assert _Budget().left == JOB_RECORDS_LIMIT

@@ -109,7 +109,7 @@ def _block_inputs(case: Case, device: str) -> tuple[torch.Tensor, torch.Tensor]:
 def probe_fixed_block(fixed_block: Any, case: Case, device: str) -> dict[str, Any]:
     x, w = _block_inputs(case, device)
     if case["measure"] == "allocation":
-        with AllocationTracker() as tracker:  # grad mode on: the forward pass as trained
+        with AllocationTracker([x, w]) as tracker:  # grad mode on: the forward pass as trained
             _, error = call_student(fixed_block, x, w)
         return {"error": error, "allocations": tracker.events,
                 "numel": case["x_shape"][0] * case["w_shape"][1]}

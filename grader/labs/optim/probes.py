@@ -17,6 +17,7 @@ from grader.checks.allocation import (
     HostMemoryMeter,
     ProfilerMeter,
     warm_up_meters,
+    without_dispatch_mode,
 )
 from grader.checks.api import describe_module
 from grader.checks.policy import CallRecorder
@@ -104,14 +105,20 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str) -> dic
     params = build_params(case, device)
     attach_grads(params, case["grads"], case["seed"])
     if case.get("measure") == "allocation":
+        arguments = [*params, *(p.grad for p in params)]
         with torch.no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \
-                AllocationTracker() as tracker:
+                AllocationTracker(arguments) as tracker:
             _, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
+        again = build_params(case, device)  # fresh inputs, measured without the dispatch mode
+        attach_grads(again, case["grads"], case["seed"])
+        peak, peak_op, host_peak = without_dispatch_mode(
+            lambda: call_student(sgd_step, _iterable(again, case["iterable"]), case["lr"]))
         largest = max(params, key=lambda p: p.numel())
         return {"error": error, "allocations": tracker.events, "numel": largest.numel(),
                 "nbytes": largest.numel() * largest.element_size(),
-                "host_peak_bytes": host.peak_bytes,
-                "profiler_peak_bytes": profiler.peak_bytes, "profiler_peak_op": profiler.peak_op}
+                "host_peak_bytes": max(host.peak_bytes, host_peak),
+                "profiler_peak_bytes": max(profiler.peak_bytes, peak),
+                "profiler_peak_op": profiler.peak_op if profiler.peak_bytes >= peak else peak_op}
     grads = [p.grad for p in params]
     grad_values = [None if g is None else tensors.values(g) for g in grads]
     grad_states = [None if g is None else tensors.state(g) for g in grads]
