@@ -237,7 +237,7 @@ class _Ran:
 def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
          limits: Limits, submission: Submission) -> list[_Ran]:
     ran = []
-    for task, (outcome, record) in zip(tasks, job.tasks, strict=True):
+    for index, (task, (outcome, record)) in enumerate(zip(tasks, job.tasks, strict=True)):
         if task.function != function:
             continue
         problem = _problem(outcome.status, outcome.signal, outcome.exit_code, record, function,
@@ -245,6 +245,9 @@ def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
                            detail=outcome.detail)
         if problem is None and record is None:
             problem = fail("no_result", function=function)
+        if problem is None and record is not None and task.witness is not None:
+            problem = _witness_problem(lab, task, record["observations"]["cases"],
+                                       job.witnessed[index])
         ran.append(_Ran(task.device, problem,
                         record["observations"] if problem is None and record else {}, job.log))
     return ran
@@ -257,6 +260,22 @@ class Graded(NamedTuple):
     integrity: list[str]  # the static integrity scan's findings
 
 
+def _witness_problem(lab: Lab, task: TaskSpec, observed: dict[str, Any],
+                     memory: dict[str, list[Any]]) -> Finding | None:
+    """Judge on the caller's memory as the grading process read it (sandbox/witness.py): a
+    record that disagrees with it was changed on its way here, which fails the function."""
+    for case in task.cases:
+        if not lab.witnessed(task.function, case) or case["id"] not in observed:
+            continue
+        final = memory.get(case["id"])
+        tensor = ("its arguments" if final is None
+                  else lab.apply_witness(task.function, case, observed[case["id"]], final))
+        if tensor is not None:
+            return fail("witness_disagrees", function=task.function, case=case["id"],
+                        tensor=tensor)
+    return None
+
+
 def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str],
            rubric: Rubric, options: CheckOptions, plan: HiddenPlan) -> Graded:
     """The check results, the seconds the submission's tasks ran, the layers in force and the
@@ -266,10 +285,13 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
     it, so that no child running visible cases holds a hidden case (or could put one in a
     visible message), and what the hidden child says stays with the hidden results."""
     target = sandbox.new_submission_file(submission.source)
-    visible = [TaskSpec(function, device, lab.cases(function))
+    def witness(device: str) -> Any:  # the caller's memory is read back on the CPU only
+        return lab.witnessed if device == "cpu" else None
+
+    visible = [TaskSpec(function, device, lab.cases(function), witness=witness(device))
                for function in lab.functions for device in devices]
     secret = [TaskSpec(function, device, [v.run_case for v in plan.for_function(function)],
-                       private=True)
+                       private=True, witness=witness(device))
               for function in lab.functions if plan.for_function(function)
               for device in devices]
     hidden_job: JobResult | None = None

@@ -106,6 +106,14 @@ class Lab:
     validate_case: Callable[[Case], None] = lambda case: None
     # Case keys a hidden case may set beyond those the lab's own cases have, with an example.
     extra_case_keys: dict[str, Any] = field(default_factory=dict)
+    # The outside witness (sandbox/witness.py): the tensors of a case that its function must
+    # update in place, as (dtype, shape); and how their final values, read by the grading
+    # process, stand in for the record's. `apply_witness` returns the tensor whose record
+    # disagrees with memory (tampering), or None.
+    witnessed: Callable[[str, Case], list[tuple[str, tuple[int, ...]]]] = (
+        lambda function, case: [])
+    apply_witness: Callable[[str, Case, dict[str, Any], list[Any]], str | None] = (
+        lambda function, case, observed, memory: None)
 
     def rubric(self) -> Rubric:
         return _load_rubric(self.rubric_path)

@@ -14,7 +14,8 @@ cannot be removed from Python, and each of those routes raises an audit event fi
   grader): frame objects (`sys._getframe`, `tb_frame`, `gi_frame`, `cr_frame`, `ag_frame`),
   `gc.get_objects` / `get_referrers` / `get_referents`, ctypes' loaders and raw memory reads,
   new code objects, compiling code under a trusted file name (which would pass for library
-  code), and replacing an attribute of a class or function of torch, the grader or the stdlib;
+  code), and replacing the code or defaults of a function of torch, the grader or the stdlib
+  (`f.__code__ = ...`: plain attribute assignment raises no event, see below);
 - opening another process's memory or environment through /proc, from anywhere.
 
 Library code that looks at frames for its own purposes (logging, warnings, typing,
@@ -22,9 +23,10 @@ namedtuple, torch itself) is not refused. Each refusal raises `PermissionError` 
 submission and is reported to the zygote on the progress pipe (`T <what>`) before any record
 of the task exists, so a submission that catches the error still fails the function.
 
-An audit hook cannot see everything: rebinding a module attribute (`json.dumps = ...`) raises no
-event (tamper.py watches those), nor does `ctypes.memmove` once ctypes is loaded; the static
-integrity scan (checks/integrity.py) flags what is left for the instructor.
+An audit hook cannot see everything: rebinding a module or class attribute (`json.dumps = ...`,
+`torch.Tensor.data_ptr = ...`) raises no event (tamper.py watches those), nor does
+`ctypes.memmove` once ctypes is loaded, nor reading a closure's cells; the static integrity scan
+(checks/integrity.py) flags what is left for the instructor.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,7 +27,7 @@ from grader.checks import tensors
 from grader.checks.integrity import integrity_uses
 from grader.checks.policy import static_uses
 from grader.checks.source import parse
-from grader.sandbox import audit, tamper
+from grader.sandbox import audit, tamper, witness
 from grader.sandbox.audit import INTEGRITY_EVENT
 from grader.sandbox.containment import private_proc
 from grader.sandbox.limits import (
@@ -165,6 +166,16 @@ def _save(record: dict[str, Any], fd: int) -> None:
     _close(fd)
 
 
+def _open_arenas(job: Job, first_task: int, cases: list[list[dict[str, Any]]],
+                 witnessed: Callable[[str, dict[str, Any]], list[witness.Spec]]
+                 ) -> list[witness.Arena]:
+    """Each task's arena, mapped now: after the view the job's folder cannot be opened."""
+    return [witness.Arena(task.witness_path,
+                          witness.layout(cases[index], partial(witnessed, task.function)))
+            if task.witness_path and index >= first_task else witness.NO_ARENA
+            for index, task in enumerate(job.tasks)]
+
+
 def _read_cases(job: Job, first_task: int) -> list[list[dict[str, Any]]]:
     """Each task's cases; those in a file (hidden cases) are read now, before the view."""
     cases = []
@@ -227,6 +238,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str]) -
     source = read_submission(job.submission_path)
     cases = _read_cases(job, first_task)
     results = _open_results(job, first_task)
+    arenas = _open_arenas(job, first_task, cases, lab_probes.witnessed)  # before the view
     if job.scratch_path:
         os.chdir(job.scratch_path)  # the student's working folder, writable after the drop
     own = [Path(job.submission_path).parent] + ([Path(job.search_path)] if job.search_path else [])
@@ -272,7 +284,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str]) -
         send(f"S {index}")
         tensors.subclasses_seen(reset=True)
         observations = lab_probes.probe(module, task.function, device=task.device,
-                                        cases=cases[index])
+                                        cases=cases[index], arena=arenas[index])
         changed = changes()
         for name in changed:
             progress(f"changed {name}")

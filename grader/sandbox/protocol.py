@@ -52,6 +52,8 @@ class Task(BaseModel):
     device: str = "cpu"
     cases: list[dict[str, Any]] = Field(default_factory=list)
     result_path: str
+    witness_path: str = Field(default="", description=(
+        "The arena the task's in-place inputs live in (sandbox/witness.py); none if empty."))
     cases_path: str = Field(default="", description=(
         "Cases in a file the child reads before its file-system view closes (hidden cases:"
         " never in the zygote's memory, so never in another job's child)."))

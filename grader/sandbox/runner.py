@@ -9,14 +9,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from grader.models import Limits
 from grader.sandbox.limits import choose_uid, job_uid, readable_by_others
 from grader.sandbox.protocol import Job, JobOutcome, Task, TaskOutcome
+
+if TYPE_CHECKING:
+    from grader.sandbox import witness
 
 # Variables the child must not inherit or must have: one thread per child (fork + OpenMP
 # hazard, reproducible fp32 sums), a small malloc arena count (RLIMIT_AS headroom), NVML-based
@@ -43,6 +47,9 @@ class TaskSpec:
     device: str
     cases: list[dict[str, Any]]
     private: bool = False
+    # The case's tensors the function updates in place (Lab.witnessed): they live in an arena
+    # the grading process reads after the job (sandbox/witness.py). CPU only.
+    witness: witness.Witnessed | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,8 @@ class JobResult:
     api: dict[str, Any] | None
     tasks: list[tuple[TaskOutcome, dict[str, Any] | None]]
     log: str
+    # Per task, the final values of its witnessed tensors by case id (the caller's memory).
+    witnessed: list[dict[str, list[Any]]] = field(default_factory=list)
 
     @property
     def protections(self) -> list[str]:
@@ -199,9 +208,15 @@ class Sandbox:
              if task_outcome.status == "ok" else None)
             for task, task_outcome in zip(job.tasks, outcome.tasks, strict=True)
         ]
+        from grader.sandbox import witness  # torch: imported where a job runs, not at start
+
+        witnessed = [witness.read(task.witness_path,
+                                  witness.layout(spec.cases, partial(spec.witness, spec.function)))
+                     if spec.witness and task.witness_path and result is not None else {}
+                     for spec, task, (_, result) in zip(tasks, job.tasks, results, strict=True)]
         log = _tail(Path(job.log_path))
         shutil.rmtree(job_dir, ignore_errors=True)  # read: the disk stays flat over a class
-        return JobResult(outcome=outcome, api=api, tasks=results, log=log)
+        return JobResult(outcome=outcome, api=api, tasks=results, log=log, witnessed=witnessed)
 
     def discard(self, submission: Path) -> None:
         """Remove a submission file made by `new_submission_file` once it is graded."""
@@ -244,7 +259,8 @@ class Sandbox:
 
 def _task(spec: TaskSpec, job_dir: Path, index: int) -> Task:
     task = Task(function=spec.function, device=spec.device, cases=spec.cases,
-                result_path=str(job_dir / f"task{index}.pt"))
+                result_path=str(job_dir / f"task{index}.pt"),
+                witness_path=str(job_dir / f"task{index}.witness") if spec.witness else "")
     if not spec.private:
         return task
     path = job_dir / f"task{index}-cases.json"

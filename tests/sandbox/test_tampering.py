@@ -40,3 +40,24 @@ def test_patching_builtins_is_named(make_submission) -> None:
     report = grade(path)
     zero_grad = [c for c in report.checks if c.function == "zero_grad" and c.status == "failed"]
     assert zero_grad and "builtins.id" in zero_grad[0].message
+
+
+def test_protections_come_from_the_worker_never_from_a_record(make_submission,
+                                                              monkeypatch) -> None:
+    """A record that claims layers (forged past every other layer: here by the test, in the
+    grading process) changes nothing the report says was in force."""
+    from grader.sandbox import runner
+
+    load = runner.Sandbox._load
+
+    def forged(*args):
+        record = load(*args)
+        if record is not None:
+            record["limits"] = ["bubblewrap", "gVisor"]
+        return record
+
+    monkeypatch.setattr(runner.Sandbox, "_load", staticmethod(forged))
+    report = grade(make_submission())
+    assert report.score == report.max_score
+    assert "bubblewrap" not in report.protections and "gVisor" not in report.protections
+    assert "separate process" in report.protections

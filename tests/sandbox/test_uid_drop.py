@@ -18,6 +18,8 @@ from grader.sandbox.limits import (
     configured_uid,
     python_readable_by_others,
     readable_by_others,
+    UIDS_PER_WORKER,
+    job_uid,
     worker_uid,
 )
 from grader.sandbox.runner import OWN_FOLDER_LIMIT, _own_copy
@@ -49,7 +51,7 @@ def test_the_uid_is_chosen_only_as_root_and_where_python_is_readable(tmp_path: P
         assert choose_uid({}) is None
     else:
         assert choose_uid({}) == DEFAULT_UID
-        assert choose_uid({"INPLACE_GRADER_UID": "4321"}, slot=2) == 4323
+        assert choose_uid({"INPLACE_GRADER_UID": "4321"}, slot=2) == 4321 + 2 * UIDS_PER_WORKER
 
 
 @pytest.mark.parametrize("value", ["0", "root", "-5", "12x", str(2**31)])
@@ -160,3 +162,14 @@ def test_after_the_drop_the_child_writes_its_scratch_and_imports_its_own_helpers
     assert "helper=42 wrote=scratch" in said, said
     assert "file system view" in report.protections or "uid drop (65534)" in report.protections
     assert not (folder / "notes.txt").exists()
+
+
+def test_each_job_of_a_worker_has_its_own_uid_and_none_is_nobody() -> None:
+    first = worker_uid(DEFAULT_UID, 3)
+    uids = [job_uid(first, job) for job in range(UIDS_PER_WORKER)]
+    assert len(set(uids)) == UIDS_PER_WORKER  # consecutive jobs never share one
+    assert job_uid(first, UIDS_PER_WORKER) == uids[0]  # a range of its own, reused in turn
+    assert max(uids) < worker_uid(DEFAULT_UID, 4)  # and no other worker's
+    # Ranges that cross nobody (65534) and (uint16) -1 step over them.
+    near = [job_uid(65_530, job) for job in range(UIDS_PER_WORKER)]
+    assert NOBODY not in near and 65_535 not in near and len(set(near)) == UIDS_PER_WORKER

@@ -66,3 +66,11 @@ def build_value(case: Case, device: str) -> Any:
 def loss_weights(shape: list[int], case: Case, device: str) -> torch.Tensor:
     """Weights of the loss `(result * weights).sum()` whose gradient the probes look at."""
     return draw(shape, case["seed"] + 2, case["dtype"], device)
+
+
+def witnessed(function: str, case: Case) -> list[tuple[str, tuple[int, ...]]]:
+    """The leaf `update_leaf_` must update in place, as (dtype, shape): the outside witness
+    holds it (sandbox/witness.py)."""
+    if function == "update_leaf_" and case["kind"] == "leaf":
+        return [(case["dtype"], tuple(case["shape"]))]
+    return []

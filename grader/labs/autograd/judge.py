@@ -14,6 +14,7 @@ from grader.checks.allocation import full_size_temporaries
 from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
+from grader.checks.tensors import same_values
 from grader.labs.autograd.cases import (
     NONLEAF_SCALE,
     Case,
@@ -21,6 +22,7 @@ from grader.labs.autograd.cases import (
     build_value,
     draw,
     loss_weights,
+    witnessed,
 )
 from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
 from grader.labs.dtypes import DTYPES
@@ -226,6 +228,19 @@ def _values(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str, case: 
 
 
 # --- update_leaf_ ------------------------------------------------------------------------------
+
+def apply_witness(function: str, case: Case, observed: dict[str, Any],
+                  memory: list[torch.Tensor]) -> str | None:
+    """The leaf's own memory after the call, read by the grading process, is what the record
+    says it saw through the leaf's alias."""
+    if "alias_values" not in observed:  # the function is missing: nothing was called
+        return None
+    (leaf,) = memory
+    if not same_values(observed["alias_values"], leaf):
+        return "leaf"
+    observed["alias_values"] = leaf
+    return None
+
 
 def _update_identity(case: Case, obs: dict[str, Any]) -> Finding | None:
     if not obs["returned_is_leaf"]:
@@ -591,4 +606,6 @@ LAB = Lab(
     forbidden_package="",
     rubric_path=Path(__file__).with_name("rubric.toml"),
     validate_case=validate_case,
+    witnessed=witnessed,
+    apply_witness=apply_witness,
 )

@@ -12,8 +12,10 @@ from grader.checks import tensors
 from grader.checks.allocation import AllocationTracker, warm_up_meters
 from grader.checks.api import describe_module
 from grader.labs.autograd.cases import Case, build_start, build_value, draw, loss_weights
+from grader.labs.autograd.cases import witnessed as witnessed
 from grader.labs.probing import run_cases
 from grader.sandbox.child import call_student
+from grader.sandbox.witness import NO_ARENA, Arena
 
 LAB_NAMES = ["update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias"]
 
@@ -26,9 +28,10 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
     return describe_module(module, LAB_NAMES)
 
 
-def probe(module: ModuleType, function: str, *, device: str, cases: list[Case]) -> dict[str, Any]:
+def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
+          arena: Arena = NO_ARENA) -> dict[str, Any]:
     observed = run_cases(module, function, cases,
-                         lambda target, case: _PROBES[function](target, case, device))
+                         lambda target, case: _PROBES[function](target, case, device, arena))
     return {"cases": observed, "policy_calls": []}
 
 
@@ -47,8 +50,8 @@ def _backward(result: Any, weights: torch.Tensor) -> dict[str, Any] | None:
 
 # --- update_leaf_ ----------------------------------------------------------------------------
 
-def probe_update_leaf(update_leaf_: Any, case: Case, device: str) -> dict[str, Any]:
-    leaf, _ = build_start(case, device)
+def probe_update_leaf(update_leaf_: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
+    leaf = arena.share(case["id"], [build_start(case, device)[0]])[0]  # read by the grader too
     if case.get("has_grad"):
         leaf.grad = draw(list(leaf.shape), case["seed"] + 3, case["dtype"], device)
     grad = leaf.grad
@@ -66,7 +69,7 @@ def probe_update_leaf(update_leaf_: Any, case: Case, device: str) -> dict[str, A
 
 # --- add_or_copy -----------------------------------------------------------------------------
 
-def probe_add_or_copy(add_or_copy: Any, case: Case, device: str) -> dict[str, Any]:
+def probe_add_or_copy(add_or_copy: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
     t, leaf = build_start(case, device)
     value = build_value(case, device)
     t_values, t_version = tensors.values(t), tensors._version(t)
@@ -106,7 +109,7 @@ def _block_inputs(case: Case, device: str) -> tuple[torch.Tensor, torch.Tensor]:
     return x, w
 
 
-def probe_fixed_block(fixed_block: Any, case: Case, device: str) -> dict[str, Any]:
+def probe_fixed_block(fixed_block: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
     x, w = _block_inputs(case, device)
     if case["measure"] == "allocation":
         with AllocationTracker([x, w]) as tracker:  # grad mode on: the forward pass as trained
@@ -143,7 +146,7 @@ def _storage_ptr(t: torch.Tensor) -> int:
     return int(t.untyped_storage().data_ptr())
 
 
-def probe_snapshot(snapshot: Any, case: Case, device: str) -> dict[str, Any]:
+def probe_snapshot(snapshot: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
     t, _ = build_start(case, device)
     t_values, t_version = tensors.values(t), tensors._version(t)
     out, error = call_student(snapshot, t)
@@ -162,7 +165,7 @@ def probe_snapshot(snapshot: Any, case: Case, device: str) -> dict[str, Any]:
     return record
 
 
-def probe_alias(alias: Any, case: Case, device: str) -> dict[str, Any]:
+def probe_alias(alias: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
     t, _ = build_start(case, device)
     t_values = tensors.values(t)
     out, error = call_student(alias, t)

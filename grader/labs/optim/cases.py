@@ -91,3 +91,11 @@ def step_grads(case: Case, params: list[torch.Tensor], step: int) -> list[torch.
             grad = grad * case["grad_scale"]  # small gradients: where eps matters
         grads.append(grad)
     return grads
+
+
+def witnessed(function: str, case: Case) -> list[tuple[str, tuple[int, ...]]]:
+    """The tensors of `case` that `function` must update in place, as (dtype, shape), in the
+    order the probe builds them: the outside witness holds them (sandbox/witness.py)."""
+    if function == "sgd_step" and case.get("measure") == "state":
+        return [(case["dtype"], tuple(shape)) for shape in case["shapes"]]
+    return []

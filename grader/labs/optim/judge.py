@@ -19,7 +19,7 @@ from grader.checks.policy import judge_policy
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
 from grader.labs.optim import reference
-from grader.labs.optim.cases import DTYPES, Case, attach_grads, build_params
+from grader.labs.optim.cases import DTYPES, Case, attach_grads, build_params, witnessed
 
 SHAPES = [[6, 4], [4], [2, 3, 2]]
 STEPS = 12
@@ -278,6 +278,22 @@ def _sgd_step_params(evidence: Evidence):
         observed = evidence.cases.get(case["id"]) or {}
         for index, obs in enumerate(observed.get("params", [])):
             yield case, index, obs
+
+
+def apply_witness(function: str, case: Case, observed: dict[str, Any],
+                  memory: list[torch.Tensor]) -> str | None:
+    """The parameters' own memory after the call, read by the grading process, is what the
+    record says it saw through each parameter's alias."""
+    params = observed.get("params")
+    if params is None:  # the function is missing: nothing was called
+        return None
+    if len(params) != len(memory):
+        return "params"
+    for index, (obs, final) in enumerate(zip(params, memory, strict=True)):
+        if not same_values(obs["alias_values"], final):
+            return f"params[{index}]"
+        obs["alias_values"] = final
+    return None
 
 
 def judge_sgd_step_values(evidence: Evidence) -> Finding:
@@ -679,4 +695,6 @@ LAB = Lab(
     forbidden_package="torch.optim",
     rubric_path=Path(__file__).with_name("rubric.toml"),
     validate_case=validate_case,
+    witnessed=witnessed,
+    apply_witness=apply_witness,
 )

@@ -22,8 +22,10 @@ from grader.checks.allocation import (
 from grader.checks.api import describe_module
 from grader.checks.policy import CallRecorder
 from grader.labs.optim.cases import Case, attach_grads, build_params, step_grads
+from grader.labs.optim.cases import witnessed as witnessed
 from grader.labs.probing import run_cases
 from grader.sandbox.child import call_student
+from grader.sandbox.witness import NO_ARENA, Arena
 
 LAB_NAMES = ["zero_grad", "sgd_step", "SGD", "Adam"]
 FORBIDDEN_PACKAGE = "torch.optim"
@@ -56,10 +58,11 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
     return describe_module(module, LAB_NAMES)
 
 
-def probe(module: ModuleType, function: str, *, device: str, cases: list[Case]) -> dict[str, Any]:
+def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
+          arena: Arena = NO_ARENA) -> dict[str, Any]:
     _recorder.reset()
     observed = run_cases(module, function, cases,
-                         lambda target, case: _PROBES[case["probe"]](target, case, device))
+                         lambda target, case: _PROBES[case["probe"]](target, case, device, arena))
     return {"cases": observed, "policy_calls": list(_recorder.calls)}
 
 
@@ -73,7 +76,8 @@ def _kwargs(case: Case, key: str) -> dict[str, Any]:
 
 # --- zero_grad ---------------------------------------------------------------------------
 
-def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str) -> dict[str, Any]:
+def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str,
+                    arena: Arena) -> dict[str, Any]:
     params = build_params(case, device)
     attach_grads(params, case["grads"], case["seed"])
     grads = [p.grad for p in params]
@@ -101,8 +105,10 @@ def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str) -> d
 
 # --- sgd_step ----------------------------------------------------------------------------
 
-def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str) -> dict[str, Any]:
-    params = build_params(case, device)
+def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str,
+                   arena: Arena) -> dict[str, Any]:
+    # State cases: the parameters live in the arena, which the grader reads itself.
+    params = arena.share(case["id"], build_params(case, device))
     attach_grads(params, case["grads"], case["seed"])
     if case.get("measure") == "allocation":
         arguments = [*params, *(p.grad for p in params)]
@@ -149,7 +155,7 @@ def _grad_untouched(grad: torch.Tensor | None, original: torch.Tensor | None,
 
 # --- SGD and Adam ------------------------------------------------------------------------
 
-def probe_optimizer_trajectory(cls: type, case: Case, device: str) -> dict[str, Any]:
+def probe_optimizer_trajectory(cls: type, case: Case, device: str, arena: Arena) -> dict[str, Any]:
     params = build_params(case, device)
     optimizer, error = call_student(cls, _iterable(params, case["iterable"]), **case["config"])
     steps: list[dict[str, Any]] = []
@@ -217,13 +223,13 @@ def _optimizer_state(optimizer: Any, p: torch.Tensor, index: int, step: int,
     return found
 
 
-def probe_optimizer_validation(cls: type, case: Case, device: str) -> dict[str, Any]:
+def probe_optimizer_validation(cls: type, case: Case, device: str, arena: Arena) -> dict[str, Any]:
     params = build_params(case, device)
     _, error = call_student(cls, list(params), **case["config"])
     return {"error": None, "raised": error}
 
 
-def probe_optimizer_zero_grad(cls: type, case: Case, device: str) -> dict[str, Any]:
+def probe_optimizer_zero_grad(cls: type, case: Case, device: str, arena: Arena) -> dict[str, Any]:
     params = build_params(case, device)
     optimizer, error = call_student(cls, list(params), **case["config"])
     if error is not None:
@@ -240,7 +246,7 @@ def probe_optimizer_zero_grad(cls: type, case: Case, device: str) -> dict[str, A
     return {"error": error, "default_all_none": default_all_none, "kept_and_zeroed": kept and zeros}
 
 
-_PROBES: dict[str, Callable[[Any, Case, str], dict[str, Any]]] = {
+_PROBES: dict[str, Callable[[Any, Case, str, Arena], dict[str, Any]]] = {
     "zero_grad": probe_zero_grad,
     "sgd_step": probe_sgd_step,
     "trajectory": probe_optimizer_trajectory,

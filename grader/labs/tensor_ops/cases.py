@@ -94,3 +94,11 @@ def build_args(case: Case, x: torch.Tensor, other: torch.Tensor | None) -> list[
     """Positional arguments: "X" is the tensor updated in place, "OTHER" the second tensor."""
     mapping = {"X": x, "OTHER": other}
     return [mapping.get(arg, arg) if isinstance(arg, str) else arg for arg in case["args"]]
+
+
+def witnessed(function: str, case: Case) -> list[tuple[str, tuple[int, ...]]]:
+    """The tensor `function` must update in place, as (dtype, shape): the base its argument is
+    a view of. The outside witness holds it (sandbox/witness.py)."""
+    if case["measure"] != "state":
+        return []
+    return [(case["dtype"], tuple(case.get("base_shape") or LAYOUTS[case["layout"]]))]

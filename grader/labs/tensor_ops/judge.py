@@ -16,7 +16,15 @@ from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
 from grader.labs.tensor_ops import reference
-from grader.labs.tensor_ops.cases import FILLS, HALF, LAYOUTS, Case, build_other, view_of
+from grader.labs.tensor_ops.cases import (
+    FILLS,
+    HALF,
+    LAYOUTS,
+    Case,
+    build_other,
+    view_of,
+    witnessed,
+)
 
 FUNCTIONS = ("relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_")
 REDUCTIONS = ("normalize_", "standardize_", "softmax_")
@@ -168,6 +176,25 @@ def judge_identity(function: str) -> Callable[[Evidence], Finding]:
         return PASS
 
     return judge
+
+
+def apply_witness(function: str, case: Case, observed: dict[str, Any],
+                  memory: list[torch.Tensor]) -> str | None:
+    """The base's own memory after the call, read by the grading process, is what the record
+    says it saw through the argument's alias (and through the base, where the argument is a
+    view of it: a rebound argument leaves its base as it was)."""
+    if "alias_values" not in observed:  # the function is missing: nothing was called
+        return None
+    (base,) = memory
+    through = view_of(base, case["layout"])
+    if not same_values(observed["alias_values"], through):
+        return _first_arg(function)
+    observed["alias_values"] = through
+    if through is not base:
+        if not same_values(observed["base_values"], base):
+            return f"{_first_arg(function)}._base"
+        observed["base_values"] = base
+    return None
 
 
 def judge_storage(function: str) -> Callable[[Evidence], Finding]:
@@ -357,4 +384,6 @@ LAB = Lab(
     rubric_path=Path(__file__).with_name("rubric.toml"),
     validate_case=validate_case,
     extra_case_keys={"base_shape": [4, 6]},
+    witnessed=witnessed,
+    apply_witness=apply_witness,
 )

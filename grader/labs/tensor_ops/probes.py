@@ -18,7 +18,9 @@ from grader.checks.allocation import (
 from grader.checks.api import describe_module
 from grader.labs.probing import run_cases
 from grader.labs.tensor_ops.cases import Case, build_args, build_base, build_other, view_of
+from grader.labs.tensor_ops.cases import witnessed as witnessed
 from grader.sandbox.child import call_student
+from grader.sandbox.witness import NO_ARENA, Arena
 
 LAB_NAMES = ["relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_"]
 
@@ -39,15 +41,17 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
     return describe_module(module, LAB_NAMES)
 
 
-def probe(module: ModuleType, function: str, *, device: str, cases: list[Case]) -> dict[str, Any]:
+def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
+          arena: Arena = NO_ARENA) -> dict[str, Any]:
     runners = {"allocation": probe_allocation, "rejects": probe_rejects, "state": probe_state}
     observed = run_cases(module, function, cases,
-                         lambda target, case: runners[case["measure"]](target, case, device))
+                         lambda target, case: runners[case["measure"]](target, case, device,
+                                                                       arena))
     return {"cases": observed, "policy_calls": []}
 
 
-def probe_state(function: Any, case: Case, device: str) -> dict[str, Any]:
-    base = build_base(case, device)
+def probe_state(function: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
+    base = arena.share(case["id"], [build_base(case, device)])[0]  # read by the grader too
     x = view_of(base, case["layout"])
     other = build_other(case, device)
     other_values = None if other is None else tensors.values(other)
@@ -69,7 +73,7 @@ def probe_state(function: Any, case: Case, device: str) -> dict[str, Any]:
     }
 
 
-def probe_allocation(function: Any, case: Case, device: str) -> dict[str, Any]:
+def probe_allocation(function: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
     """Allocations only (a fresh input, no other observation: the meters disturb versions)."""
     base = build_base(case, device)
     x = view_of(base, case["layout"])
@@ -99,7 +103,7 @@ def probe_allocation(function: Any, case: Case, device: str) -> dict[str, Any]:
             "cuda_peak_bytes": cuda_peak}
 
 
-def probe_rejects(function: Any, case: Case, device: str) -> dict[str, Any]:
+def probe_rejects(function: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
     """A call the function must refuse (clamp_ with neither bound), leaving `x` untouched."""
     x = build_base(case, device)
     values, version = tensors.values(x), tensors._version(x)
