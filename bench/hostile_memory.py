@@ -38,10 +38,13 @@ def zero_grad(params, set_to_none=False):  # fills every result file, then claim
 
 ATTACKS = {
     "honest solution": SOLUTION,
+    # The same failing zero_grad with a small default: what judging those failures costs.
+    "8 B default (control)": SOLUTION + "\n\ndef zero_grad(params, set_to_none='x' * 8):\n"
+                                        "    pass\n",
     "8 MB default repr": SOLUTION + "\n\ndef zero_grad(params, set_to_none='x' * 8_000_000):\n"
                                     "    pass\n",
-    "0.99 MiB of `x = 1`": "x = 1\n" * 173_000 + SOLUTION,
-    "1.1 MiB of `x = 1`": "x = 1\n" * 200_000 + SOLUTION,
+    "0.99 MiB of `x = 1`": SOLUTION + "x = 1\n" * 171_000,
+    "1.1 MiB of `x = 1`": SOLUTION + "x = 1\n" * 200_000,
     "forged 60 MB record": SOLUTION + FORGE,
 }
 
@@ -67,7 +70,11 @@ def main() -> None:
             path = Path(folder) / "optimizer.py"
             path.write_text(source)
             done = subprocess.run([sys.executable, "-c", MEASURE, str(path)], cwd=ROOT,
-                                  capture_output=True, text=True, check=True)
+                                  capture_output=True, text=True)
+            if done.returncode:
+                last = (done.stderr.strip().splitlines() or ["?"])[-1]
+                print(f"{name:24s} {'-':>15s}  the grading process crashed: {last[:70]}")
+                continue
             peak, _, outcome = done.stdout.strip().splitlines()[-1].partition(" ")
             print(f"{name:24s} {peak:>15s}  {outcome}")
 

@@ -312,8 +312,7 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
     probe_s = sum(outcome.wall_s for ran in (job, hidden_job) if ran is not None
                   for outcome in ran.outcome.tasks)
     scan = job.outcome.static
-    flagged = list(dict.fromkeys(line for name in lab.functions
-                                 for line in scan.integrity_of(name)))
+    flagged = scan.anywhere
     if problem is not None:
         return Graded([
             row

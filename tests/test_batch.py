@@ -224,3 +224,21 @@ def test_a_source_too_large_to_parse_safely_is_an_error_row_before_any_parse(tmp
     assert dict(result.errors) == {
         "bob": "bob.py is 1.1 MiB of Python; the grader reads at most 1 MiB "
                "(is a data file included?)"}
+
+
+def test_a_flagged_submission_is_listed_for_the_instructor_and_neutral_for_the_student(
+        tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    copy("reference_copy", subs / "alice.py")
+    source = (KNOWN / "reference_copy.py").read_text()
+    (subs / "bob.py").write_text(source + "\n\ndef _peek():\n    import sys\n"
+                                 "    return sys._getframe(1).f_locals\n")
+    out = tmp_path / "out"
+    grade_class(subs, options=options(out))
+    summary = (out / "summary.txt").read_text()
+    assert "flagged for review by the integrity scan (1" in summary and "bob:" in summary
+    assert "frame introspection" in summary and "alice" not in summary.split("flagged")[1]
+    feedback = (out / "feedback" / "bob.txt").read_text()
+    assert "flagged for review" in feedback and "_getframe" not in feedback
+    table = rows(out)
+    assert table["bob"]["score"] == table["alice"]["score"]  # flag: the points stay

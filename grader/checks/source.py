@@ -44,10 +44,12 @@ Matcher = Callable[[ast.AST], "str | None"]  # a node's finding (a label, may be
 
 @dataclass(frozen=True)
 class Attributed:
-    """Findings by lab name (its own body, or a helper it calls) and at module level."""
+    """Findings by lab name (its own body, or a helper it calls), at module level, and
+    anywhere in the file (a helper no lab name calls included)."""
 
     by_name: dict[str, list[str]]
     module: list[str]
+    anywhere: list[str]
 
 
 def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
@@ -84,4 +86,5 @@ def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
                          if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                   ast.ClassDef))
                          for node in nodes))
-    return Attributed({name: evidence.get(name, []) for name in names}, module)
+    anywhere = found(tuple(source.nodes))
+    return Attributed({name: evidence.get(name, []) for name in names}, module, anywhere)

@@ -197,7 +197,8 @@ def scan_source(source: bytes, *, names: list[str], package: str) -> dict[str, A
         policy = static_uses(parsed, package=package, names=names) if package else {}
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return {"error": type(exc).__name__}  # the import reports it
-    return {"policy": policy, "integrity": integrity.by_name, "module": integrity.module}
+    return {"policy": policy, "integrity": integrity.by_name, "module": integrity.module,
+            "anywhere": integrity.anywhere}
 
 
 def forget_grader_modules() -> None:

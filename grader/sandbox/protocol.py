@@ -37,6 +37,8 @@ class StaticScan(BaseModel):
     policy: dict[str, list[str]] = Field(default_factory=dict)
     integrity: dict[str, list[str]] = Field(default_factory=dict)
     module: list[str] = Field(default_factory=list)
+    anywhere: list[str] = Field(default_factory=list, description="Every finding, for the "
+                                "instructor (a helper no lab name calls included).")
     error: str = Field(default="", description="Why the source could not be scanned.")
 
     def integrity_of(self, name: str) -> list[str]:

@@ -267,9 +267,13 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
         if current is not None:  # this task hung, killed the process or broke the protocol
             outcomes[current] = failure.model_copy(update={"wall_s": time.monotonic() - started})
             next_task = current + 1
-        elif violation or (not progress.done and next_task < len(job.tasks)):
-            # Between tasks (a thread of the submission's, say), or ended before starting one:
-            # the next task is lost, so that no child can loop.
+        elif violation and progress.done:
+            # Between tasks: what wrote it ran during (or after) the task done last, whose
+            # `D` may itself have been forged; that task is lost, and the next one runs anew.
+            outcomes[progress.done[-1]] = failure
+        elif next_task < len(job.tasks) and (violation or not progress.done):
+            # Before its first task, or ended before starting one: the next task is lost, so
+            # that no child can loop.
             outcomes[next_task] = failure
             next_task += 1
         # Otherwise it stopped early on purpose (tampering): a fresh child goes on.

@@ -13,13 +13,13 @@ from grader.engine import CheckOptions, grade_submission
 from grader.sandbox import Sandbox
 from grader.sandbox.limits import (
     DEFAULT_UID,
+    UIDS_PER_WORKER,
     UidError,
     choose_uid,
     configured_uid,
+    job_uid,
     python_readable_by_others,
     readable_by_others,
-    UIDS_PER_WORKER,
-    job_uid,
     worker_uid,
 )
 from grader.sandbox.runner import OWN_FOLDER_LIMIT, _own_copy
