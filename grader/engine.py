@@ -232,6 +232,7 @@ class _Ran:
     problem: Finding | None
     observations: dict[str, Any]
     log: str
+    policy_calls: tuple[str, ...] = ()  # as the audit hook relayed them (not the record)
 
 
 def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
@@ -249,7 +250,8 @@ def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
             problem = _witness_problem(lab, task, record["observations"]["cases"],
                                        job.witnessed[index])
         ran.append(_Ran(task.device, problem,
-                        record["observations"] if problem is None and record else {}, job.log))
+                        record["observations"] if problem is None and record else {}, job.log,
+                        tuple(outcome.policy_calls)))
     return ran
 
 
@@ -283,7 +285,8 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
 
     The lab's cases run in one job; hidden cases, where there are any, in a second job after
     it, so that no child running visible cases holds a hidden case (or could put one in a
-    visible message), and what the hidden child says stays with the hidden results."""
+    visible message), and what the hidden child says stays with the hidden results (but for
+    the forbidden-package calls it makes: a use on hidden cases only is still a use)."""
     target = sandbox.new_submission_file(submission.source)
     def witness(device: str) -> Any:  # the caller's memory is read back on the CPU only
         return lab.witnessed if device == "cpu" else None
@@ -335,10 +338,15 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
         ran = _ran(lab, job, visible, function, options.limits, submission)
         hidden_ran = None
         if plan.for_function(function):
-            hidden_ran = (_ran(lab, hidden_job, secret, function, options.limits, submission)
-                          if hidden_job is not None else
-                          [_Ran(r.device, fail("no_result", function=function), {}, "")
-                           for r in ran])
+            assert hidden_job is not None  # it ran: the visible import succeeded
+            hidden_import = _problem(hidden_job.outcome.api_status, hidden_job.outcome.api_signal,
+                                     hidden_job.outcome.api_exit_code, hidden_job.api, function,
+                                     options.limits, submission,
+                                     integrity=hidden_job.outcome.api_integrity,
+                                     detail=hidden_job.outcome.api_detail)
+            hidden_ran = ([_Ran(r.device, hidden_import, {}, hidden_job.log) for r in ran]
+                          if hidden_import is not None else
+                          _ran(lab, hidden_job, secret, function, options.limits, submission))
         results += _function_results(lab, function, api, scan.policy.get(function, []), ran,
                                      hidden_ran, rubric, options.lang, plan)
     return Graded(_ordered(lab, results), probe_s, job.protections, flagged)
@@ -367,7 +375,7 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
                                         task.log, plan, include_shared=none_usable and index == 0,
                                         parts=frozenset(parts))
         else:
-            policy_calls += task.observations.get("policy_calls", [])
+            policy_calls += task.policy_calls
             first_cases = first_cases or task.observations["cases"]
             evidence = Evidence(api=api, static_policy=static, policy_calls=[],
                                 cases=task.observations["cases"], plan=plan_cases)
@@ -385,7 +393,7 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
                                         include_shared=no_hidden_usable and index == 0,
                                         parts=frozenset({"variants"}))
             continue
-        policy_calls += secret.observations.get("policy_calls", [])
+        policy_calls += secret.policy_calls  # a use on hidden cases only is still a use
         first_hidden = first_hidden or secret.observations["cases"]
         evidence = Evidence(api=api, static_policy=static, policy_calls=[],
                             cases=secret.observations["cases"], plan=plan_cases)
@@ -402,9 +410,9 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
             for check in lab.checks_for(function)
             if not check.per_device and _enabled(check, rubric)
         ]
-    if first_hidden or (hidden_ran is None and first_cases):
+    if first_hidden:
         shared = Evidence(api=api, static_policy=static, policy_calls=policy_calls,
-                          cases=first_hidden or first_cases, plan=plan_cases)
+                          cases=first_hidden, plan=plan_cases)
         results += _hidden_results(lab, function, shared, plan, rubric, lang,
                                    device="cpu", per_device=False)
     return results
@@ -477,9 +485,6 @@ def _problem(status: str, signal_number: int | None, exit_code: int | None,
         return fail("exited", function=function, exit_code=exit_code)
     if status != "ok" or record is None:
         return fail("no_result", function=function)
-    subclasses = record.get("tensor_subclasses")
-    if subclasses:  # SPEC: exact tensor types; a subclass can lie about its values
-        return fail("tensor_subclass", function=function, types=", ".join(subclasses[:3]))
     error = record.get("import_error")
     if error is not None:
         key = "import_error_notebook" if submission.path.suffix == ".ipynb" else "import_error"
@@ -493,6 +498,11 @@ def integrity_finding(events: list[str], *, function: str) -> Finding:
     """The finding for what the child's audit hook and tamper watch reported: replaced
     attributes are named as such; anything else (a refused introspection, a torch mode left
     active) as what was used."""
+    subclasses = [event.removeprefix("subclass ") for event in events
+                  if event.startswith("subclass ")]
+    if subclasses:  # SPEC: exact tensor types; a subclass can lie about its values
+        return fail("tensor_subclass", function=function,
+                    types=", ".join(dict.fromkeys(subclasses[:3])))
     changed = [event.removeprefix("changed ") for event in events if event.startswith("changed ")]
     if changed:
         return fail("tampered", function=function, names=", ".join(changed[:5]),

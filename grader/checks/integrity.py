@@ -47,7 +47,10 @@ QUALIFIED = {
     ("os", "write"): DESCRIPTORS, ("os", "pwrite"): DESCRIPTORS, ("os", "writev"): DESCRIPTORS,
     ("os", "dup2"): DESCRIPTORS, ("os", "fdopen"): DESCRIPTORS, ("os", "close"): DESCRIPTORS,
     ("importlib", "reload"): RELOAD,
+    ("logging", "currentframe"): FRAMES, ("sys", "monitoring"): HOOKS,
+    ("_jit_internal", "createResolutionCallbackFromFrame"): FRAMES,
 }
+COMPUTED = "reaching torch by a computed name"
 # attribute names that only introspection or the grader's internals use, on any object
 ATTRIBUTES = {
     "f_back": FRAMES, "f_locals": FRAMES, "f_globals": FRAMES, "tb_frame": FRAMES,
@@ -66,8 +69,9 @@ ATTRIBUTES = {
 }
 IMPORTS = {"ctypes": MEMORY, "_ctypes": MEMORY, "mmap": MEMORY, "grader": GRADER,
            "tracemalloc": DETECTION}
-# Modules whose attributes a submission must not assign (torch.backends settings are fine).
-PATCHABLE = {"torch", "json", "builtins", "os", "sys", "struct", "io", "functools", "math",
+# Modules whose attributes a submission must not assign (torch.backends settings are fine; sys
+# is not here: notebooks set sys.argv or sys.stdout for good reasons).
+PATCHABLE = {"torch", "json", "builtins", "os", "struct", "io", "functools", "math",
              "numpy", "np", "ctypes", "inspect", "gc", "importlib", "grader", "traceback"}
 
 
@@ -140,6 +144,12 @@ def _finding(node: ast.AST, imported: dict[str, str]) -> str | None:
     if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("setattr", "delattr"):
         if node.args and imported.get(_root(node.args[0])[0]) in PATCHABLE:
             return PATCHING
+        return None
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "getattr":
+        # getattr(torch, "op" + "tim"): a name the policy scan cannot read
+        if (len(node.args) >= 2 and imported.get(_root(node.args[0])[0]) == "torch"
+                and not isinstance(node.args[1], ast.Constant)):
+            return COMPUTED
         return None
     if isinstance(node, ast.Subscript):  # sys.modules["grader..."]
         root, chain = _root(node.value)

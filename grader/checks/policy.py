@@ -22,6 +22,8 @@ from grader.checks.source import Source, attribute, parse
 
 # --- child side -----------------------------------------------------------------------------
 
+POLICY_EVENT = "inplace-grader.policy"  # the child's audit hook relays these to the worker
+
 class CallRecorder:
     """Wraps the callables of a package; `calls` lists the qualified names used since reset."""
 
@@ -52,9 +54,13 @@ class CallRecorder:
     def _wrap(self, func: Any, qualname: str) -> Any:
         if getattr(func, "__grader_wrapped__", False):
             return func
+        event = sys.audit
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            # To the child's audit hook, which tells the worker at once: a list kept here
+            # could be emptied by the submission. The list serves the record.
+            event(POLICY_EVENT, qualname)
             if len(self.calls) < 50:
                 self.calls.append(qualname)
             return func(*args, **kwargs)
@@ -77,8 +83,8 @@ def static_uses(source: str | Source, *, package: str, names: list[str]
                 ) -> dict[str, list[str]]:
     """For each lab name, the source lines by which it reaches `package` (empty: none found).
 
-    A use is an import of the package, a name bound to it (by import or by assignment, at any
-    depth: `O = torch.optim` then `O.SGD`), an attribute chain that dereferences it
+    A use is an import of the package, a name bound to it (by import, or by assignment at
+    module level: `O = torch.optim` then `O.SGD`), an attribute chain that dereferences it
     (`torch.optim`), or a string naming it passed to an importer (`import_module`,
     `__import__`) or to `getattr` on torch. A string anywhere else is not a use: code may ask
     whether an object comes from torch.optim without using it
@@ -138,8 +144,10 @@ def static_uses(source: str | Source, *, package: str, names: list[str]
     def uses_package(value: ast.AST) -> bool:
         return any(reaches_package(sub) for sub in ast.walk(value))
 
-    assignments = [node for node in nodes if isinstance(node, (ast.Assign, ast.AnnAssign))
-                   and node.value is not None]
+    # Names bound by assignment at module level (outside a main guard): a name assigned
+    # inside one function means nothing in another.
+    assignments = [stmt for stmt, _ in parsed.top_level()
+                   if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None]
     changed = True
     while changed:  # names bound to the package, or to something reached through it
         changed = False

@@ -28,9 +28,25 @@ class Source:
     def nodes(self) -> list[ast.AST]:
         return [node for _, nodes in self.statements for node in nodes]
 
+    def top_level(self) -> list[tuple[ast.stmt, tuple[ast.AST, ...]]]:
+        """The statements that run at import, outside any definition: not the definitions,
+        and not an `if __name__ == "__main__":` block (the student's own test code, which
+        grading never runs)."""
+        return [(stmt, nodes) for stmt, nodes in self.statements
+                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and not _main_guard(stmt)]
+
     def segment(self, node: ast.AST) -> str:
         text = ast.get_source_segment(self.text, node) or ""
         return " ".join(text.split())[:EVIDENCE_CHARS]
+
+
+def _main_guard(stmt: ast.stmt) -> bool:
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
 
 
 def parse(text: str) -> Source:
@@ -82,9 +98,6 @@ def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
             if tainted:
                 evidence[name] = [f"calls {tainted[0]}: {evidence[tainted[0]][0]}"]
                 changed = True
-    module = found(tuple(node for stmt, nodes in source.statements
-                         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                  ast.ClassDef))
-                         for node in nodes))
+    module = found(tuple(node for stmt, nodes in source.top_level() for node in nodes))
     anywhere = found(tuple(source.nodes))
     return Attributed({name: evidence.get(name, []) for name in names}, module, anywhere)

@@ -7,6 +7,7 @@ change what the grader sees.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -22,23 +23,18 @@ _clone = _TensorBase.clone
 _to = _TensorBase.to
 
 
-# Tensor subclasses seen by `state` in this child since `subclasses_seen(reset=True)`. A
-# subclass can answer clone/detach through __torch_function__ with values its memory does not
-# hold, so any such tensor fails the function (see engine._problem). Child-side only.
-_SUBCLASSES: set[str] = set()
-
-
-def subclasses_seen(*, reset: bool = False) -> list[str]:
-    seen = sorted(_SUBCLASSES)
-    if reset:
-        _SUBCLASSES.clear()
-    return seen
+# A subclass can answer clone/detach through __torch_function__ with values its memory does not
+# hold, so any tensor the grader observes that is one fails the function. Child side: it is
+# reported through an audit event to the child's hook, which tells the worker at once (a set
+# kept here could be emptied by the submission).
+SUBCLASS_EVENT = "inplace-grader.subclass"
+_audit, _type, _plain = sys.audit, type, torch.Tensor
 
 
 def state(t: torch.Tensor) -> dict[str, Any]:
     """Pointer, version and autograd status of `t`."""
-    if type(t) is not torch.Tensor:
-        _SUBCLASSES.add(f"{type(t).__module__}.{type(t).__qualname__}")
+    if _type(t) is not _plain:
+        _audit(SUBCLASS_EVENT, f"{_type(t).__module__}.{_type(t).__qualname__}")
     grad_fn = _grad_fn(t)
     return {
         "ptr": _data_ptr(t),

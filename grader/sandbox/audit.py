@@ -39,8 +39,10 @@ from pathlib import Path
 from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
 
+from grader.checks import policy, tensors
+
 ALWAYS_REFUSED = frozenset({"sys.setprofile", "sys.settrace", "sys._current_frames",
-                            "sys.addaudithook"})
+                            "sys.addaudithook", "sys.monitoring.register_callback"})
 REFUSED_FROM_SUBMISSION = frozenset({
     "sys._getframe", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
     "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.string_at",
@@ -53,43 +55,59 @@ SECRET_PROC_FILES = ("mem", "environ", "pagemap")
 # (part of the file name, function or "" for any). Stack walking through `traceback` counts as
 # its caller's; its formatting of a traceback the caller caught (print_exc) does not, except
 # `walk_tb`, which yields the frames themselves to whoever iterates it.
-HANDS_ON = (("<frozen importlib.", ""), ("importlib/__init__.py", ""), ("/inspect.py", ""))
+HANDS_ON = (("<frozen importlib.", ""), ("importlib/__init__.py", ""), ("/inspect.py", ""),
+            ("logging/__init__.py", "<lambda>"),  # logging.currentframe
+            ("torch/_jit_internal.py", "createResolutionCallbackFromFrame"))
 HANDS_ON_STACK = (*HANDS_ON, ("/traceback.py", ""))
 HANDS_ON_FRAMES = (*HANDS_ON, ("/traceback.py", "walk_tb"))
-# torch's public wrappers around the version counter: their caller is who asked.
+# torch's public wrappers around the version counter, and our guard: their caller asked.
 HANDS_ON_VERSION = (*HANDS_ON, ("torch/autograd/graph.py", "increment_version"),
-                    ("torch/autograd/grad_mode.py", ""))
-INTEGRITY_EVENT = "inplace-grader.integrity"  # the grader's own findings, reported as they are
+                    ("torch/autograd/grad_mode.py", ""), ("grader/sandbox/audit.py", "guarded"))
+# Events the grader raises itself (sys.audit), for the hook to report or decide.
+INTEGRITY_EVENT = "inplace-grader.integrity"  # a finding, reported as it is
+SUBCLASS_EVENT = tensors.SUBCLASS_EVENT  # a tensor the grader observed is a subclass
+POLICY_EVENT = policy.POLICY_EVENT  # a call into the forbidden package
+VERSION_EVENT = "inplace-grader.version"  # a version counter set by hand
+TASK_EVENT = "inplace-grader.task"  # a task starts
+FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 WATCHED = ALWAYS_REFUSED | REFUSED_FROM_SUBMISSION | {
     "object.__getattr__", "object.__setattr__", "object.__delattr__", "import", "exec",
-    "compile", "open", INTEGRITY_EVENT}
+    "compile", "open", INTEGRITY_EVENT, SUBCLASS_EVENT, POLICY_EVENT, VERSION_EVENT,
+    TASK_EVENT}
 
 
 class Refused(PermissionError):
     """What the submission's code sees when the hook refuses it."""
 
 
-Attribution = Callable[[FrameType | None, tuple[tuple[str, str], ...]], bool]
-
-
 def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
-            report: Callable[[str], None], protected_prefixes: tuple[str, ...]) -> Attribution:
+            report: Callable[[str], None], report_call: Callable[[str], None],
+            protected_prefixes: tuple[str, ...]) -> None:
     """Install the hook for the rest of this process's life.
 
     `trusted_roots`: folders whose code is the interpreter's, the installed packages' or the
     grader's; `untrusted_roots`: the submission's own file and folders (checked first, so a
     student folder inside a trusted one stays untrusted). `report` tells the zygote, once per
-    distinct refusal. `protected_prefixes`: module names whose code must not run again (torch,
-    grader): a reload would replace what the grader wrapped or relies on.
+    distinct refusal in each task; `report_call` relays a forbidden package's call
+    (checks/policy.py). `protected_prefixes`: module names whose code must not run again
+    (torch, grader): a reload would replace what the grader wrapped or relies on.
 
-    Returns the attribution it uses (is this frame, past the hands-on ones, the submission's
-    code?), for the guards that are not audit events (guard_version_counters).
+    Everything the hook reads is bound here, in its closure: nothing a submission can reach
+    (no module global, no builtin looked up at call time) changes what it decides.
     """
     trusted = tuple(str(root) + os.sep for root in trusted_roots)
     untrusted = tuple(str(root) for root in untrusted_roots)
-    getframe = sys._getframe
-    get_ident = _thread.get_ident
-    modules = sys.modules
+    getframe, get_ident, modules = sys._getframe, _thread.get_ident, sys.modules
+    fsdecode, realpath, basename = os.fsdecode, os.path.realpath, os.path.basename
+    is_instance, text, get_attribute, any_of = isinstance, str, getattr, any
+    code_type, function_type = CodeType, FunctionType
+    watched, always, from_submission = WATCHED, ALWAYS_REFUSED, REFUSED_FROM_SUBMISSION
+    frame_attributes, function_attributes = FRAME_ATTRIBUTES, FUNCTION_ATTRIBUTES
+    hands_on, hands_on_stack, hands_on_frames = HANDS_ON, HANDS_ON_STACK, HANDS_ON_FRAMES
+    hands_on_version, secret_files = HANDS_ON_VERSION, SECRET_PROC_FILES
+    integrity_event, policy_event, version_event = INTEGRITY_EVENT, POLICY_EVENT, VERSION_EVENT
+    subclass_event, task_event = SUBCLASS_EVENT, TASK_EVENT
+    refused = Refused
     # Modules that exist now: running their code again is a reload.
     loaded = {id(module): name for name, module in list(modules.items())
               if module is not None and name.startswith(protected_prefixes)}
@@ -104,31 +122,35 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
             return False
         return filename.startswith(trusted) or filename.startswith("<frozen ")
 
-    def submission_frame(frame: FrameType | None,
-                         hands_on: tuple[tuple[str, str], ...] = HANDS_ON) -> bool:
-        while frame is not None and any(
+    def asked_by_submission(passing: tuple[tuple[str, str], ...] = hands_on) -> bool:
+        frame: FrameType | None = getframe(3)  # 0 here, 1 check, 2 hook, 3 the event
+        while frame is not None and any_of(
                 part in frame.f_code.co_filename and function in ("", frame.f_code.co_name)
-                for part, function in hands_on):
+                for part, function in passing):
             frame = frame.f_back
         return frame is not None and not is_trusted_file(frame.f_code.co_filename)
-
-    def asked_by_submission(hands_on: tuple[tuple[str, str], ...] = HANDS_ON) -> bool:
-        return submission_frame(getframe(3), hands_on)  # 0 here, 1 check, 2 hook, 3 event
 
     def refuse(what: str) -> None:
         if what not in reported:
             reported.add(what)
             report(what)
-        raise Refused(f"inplace-grader: {what} is not allowed in a graded submission")
+        raise refused(f"inplace-grader: {what} is not allowed in a graded submission")
 
-    def trusted_target(target: Any) -> bool:
-        if isinstance(target, (type, FunctionType)):
-            module = modules.get(getattr(target, "__module__", "") or "")
-            return module is not None and is_trusted_file(_source_file(module))
-        return False
+    def trusted_function(target: Any) -> bool:
+        """By where its code was compiled: `__module__` is the submission's to change."""
+        if not is_instance(target, function_type):
+            return False
+        return is_trusted_file(target.__code__.co_filename)  # its own event: skipped (busy)
+
+    def secret(path: str) -> bool:
+        """/proc/<pid>/{mem,environ,pagemap} however named (`//proc`, a link, a relative
+        path from a folder in /proc), or any such name opened relative to a descriptor."""
+        name = basename(path)
+        return name in secret_files and (realpath(path).startswith("/proc/")
+                                         or not path.startswith("/"))
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event not in WATCHED:
+        if event not in watched:
             return
         me = get_ident()
         if me in busy:  # the hook's own getframe, or a refusal being raised
@@ -140,84 +162,91 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
             busy.discard(me)
 
     def check(event: str, args: tuple[Any, ...]) -> None:
-        if event == INTEGRITY_EVENT:
-            report(str(args[0]) if args else "?")
-        elif event in ALWAYS_REFUSED:
+        if event == integrity_event:
+            report(text(args[0]) if args else "?")
+        elif event == subclass_event:
+            report(f"subclass {text(args[0]) if args else '?'}")
+        elif event == policy_event:
+            report_call(text(args[0]) if args else "?")
+        elif event == task_event:
+            reported.clear()  # each task reports its own refusals
+        elif event == version_event:
+            if asked_by_submission(hands_on_version):
+                refuse(f"setting a tensor's version counter by hand ({args[0]})")
+        elif event in always:
             refuse(event)
         elif event == "import":
-            name = str(args[0])
+            name = text(args[0])
             if name.split(".")[0] == "grader" and name not in modules:
                 refuse(f"importing {name}")
         elif event == "exec":
             code = args[0]
-            if isinstance(code, CodeType) and code.co_name == "<module>":
+            if is_instance(code, code_type) and code.co_name == "<module>":
                 reloaded = files.get(code.co_filename)
                 if reloaded is not None and id(modules.get(reloaded)) in loaded:
                     refuse(f"reloading {reloaded}")
         elif event == "open":
             path = args[0]
-            if isinstance(path, (str, bytes)) and _secret_proc_file(os.fsdecode(path)):
-                refuse(f"opening {os.fsdecode(path)}")
-        elif event in REFUSED_FROM_SUBMISSION:
-            if asked_by_submission(HANDS_ON_STACK if event == "sys._getframe" else HANDS_ON):
+            if is_instance(path, (str, bytes)) and secret(fsdecode(path)):
+                refuse(f"opening {fsdecode(path)}")
+        elif event in from_submission:
+            if asked_by_submission(hands_on_stack if event == "sys._getframe" else hands_on):
                 refuse(event)
         elif event == "compile":
+            # Only the immediate caller counts: importlib compiling a module's own source is
+            # not the submission asking, even when the submission's `import` started it.
             filename = args[1]
-            if (isinstance(filename, (str, bytes)) and is_trusted_file(os.fsdecode(filename))
-                    and asked_by_submission()):
+            if (is_instance(filename, (str, bytes)) and is_trusted_file(fsdecode(filename))
+                    and asked_by_submission(())):
                 refuse("compiling code under a library's file name")
         elif event == "object.__getattr__":
-            if args[1] in FRAME_ATTRIBUTES and asked_by_submission(HANDS_ON_FRAMES):
+            if args[1] in frame_attributes and asked_by_submission(hands_on_frames):
                 refuse(f"reading .{args[1]}")
-        elif trusted_target(args[0]) and asked_by_submission():  # __setattr__, __delattr__
-            refuse(f"replacing {getattr(args[0], '__qualname__', '?')}.{args[1]}")
+        elif args[1] in function_attributes and trusted_function(args[0]) \
+                and asked_by_submission():  # object.__setattr__ / __delattr__ of a function
+            refuse(f"replacing {get_attribute(args[0], '__qualname__', '?')}.{args[1]}")
 
     sys.addaudithook(hook)
-    return submission_frame
 
 
-def guard_version_counters(attribution: Attribution, report: Callable[[str], None]) -> None:
+def guard_version_counters() -> None:
     """Refuse, to the submission, setting a tensor's version counter by hand: after a write
     through `.data` (which autograd cannot see) it would pass the version check. torch's own
-    code may still call them. Installed before the tamper snapshot, which then watches them."""
+    code may still call them. Each guard only raises an audit event: the hook decides who
+    asked, and nothing a submission can reach holds that decision. Installed before the
+    tamper snapshot, which then watches them."""
     import torch
 
-    getframe = sys._getframe
     for owner, name in ((torch._C._autograd, "_unsafe_set_version_counter"),
                         (torch._C, "_increment_version")):
         original = getattr(owner, name, None)
-        if original is None:
-            continue
+        if original is not None:
+            setattr(owner, name, _guarded(original, name))
 
-        def guarded(*args: Any, _call: Any = original, _name: str = name, **kwargs: Any) -> Any:
-            if attribution(getframe(1), HANDS_ON_VERSION):
-                what = f"setting a tensor's version counter by hand ({_name})"
-                report(what)
-                raise Refused(f"inplace-grader: {what} is not allowed in a graded submission")
-            return _call(*args, **kwargs)
 
-        setattr(owner, name, guarded)
+def _guarded(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    event = sys.audit
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        event(VERSION_EVENT, name)  # the hook raises for the submission
+        return original(*args, **kwargs)
+
+    return guarded
 
 
 def _source_file(module: ModuleType) -> str:
     return str(getattr(module, "__file__", None) or "")
 
 
-def _secret_proc_file(path: str) -> bool:
-    """/proc/<pid or self>/{mem,environ,pagemap} (also through task/<tid>/): another
-    process's secrets, or this one's memory (the nonce, a previous job's remnants)."""
-    parts = os.path.normpath(path).split(os.sep)
-    return len(parts) >= 4 and parts[1] == "proc" and parts[-1] in SECRET_PROC_FILES
-
-
-def progress_reporter(fd: int) -> Callable[[str], None]:
-    """A report function that writes `T <what>` lines to the zygote, with `os.write` captured
-    now (a submission may replace `os.write` later)."""
+def progress_reporter(fd: int, kind: str = "T") -> Callable[[str], None]:
+    """A report function that writes `<kind> <what>` lines to the zygote (T: an integrity
+    event, C: a forbidden call), with `os.write` captured now (a submission may replace
+    `os.write` later)."""
     write = os.write
 
     def report(what: str) -> None:
         try:  # noqa: SIM105 - no module lookups here: a submission may replace contextlib's
-            write(fd, ("T " + " ".join(what.split())[:200] + "\n").encode())
+            write(fd, (kind + " " + " ".join(what.split())[:200] + "\n").encode())
         except OSError:
             pass  # the submission closed the pipe: the task fails for that instead
 

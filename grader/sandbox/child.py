@@ -22,8 +22,8 @@ from types import ModuleType
 from typing import Any
 
 import torch
+from torch.utils._device import DeviceContext
 
-from grader.checks import tensors
 from grader.checks.integrity import integrity_uses
 from grader.checks.policy import static_uses
 from grader.checks.source import parse
@@ -55,6 +55,8 @@ _pwrite, _ftruncate, _close, _write = os.pwrite, os.ftruncate, os.close, os.writ
 _function_modes = torch._C._len_torch_function_stack
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _pop_function_mode = torch._C._pop_torch_function_stack
+_function_mode_at = torch._C._get_function_stack_at
+_DeviceContext = DeviceContext
 _type, _isinstance = type, isinstance
 
 
@@ -98,11 +100,16 @@ def call_student(func: Callable[..., Any], *args: Any, **kwargs: Any
 
 def report_modes_left(function_modes: int, dispatch_modes: int) -> None:
     """Pop torch function modes above `function_modes` and report each, and report any
-    change in the dispatch mode stack (the meters' own mode excepted)."""
+    change in the dispatch mode stack (the meters' own mode excepted). torch's own default
+    device (`torch.set_default_device`, an exact DeviceContext) changes no answer and stays."""
+    above = [_function_mode_at(index) for index in range(function_modes, _function_modes())]
+    if all(_type(mode) is _DeviceContext for mode in above):
+        return
     while _function_modes() > function_modes:
         mode = _pop_function_mode()
-        _audit(INTEGRITY_EVENT, f"mode left a torch function mode active "
-                                f"({_type(mode).__qualname__})")
+        if _type(mode) is not _DeviceContext:
+            _audit(INTEGRITY_EVENT, f"mode left a torch function mode active "
+                                    f"({_type(mode).__qualname__})")
     if _dispatch_modes() != dispatch_modes:
         _audit(INTEGRITY_EVENT, "mode changed the torch dispatch mode stack")
 
@@ -118,10 +125,13 @@ def read_submission(path: str) -> bytes:
 
 
 def import_submission(path: str, source: bytes) -> ModuleType:
+    """Run the source as the `submission` module. It is compiled as the UTF-8 text the scans
+    read, so a `# coding:` line cannot make the interpreter see other code than they did."""
     module = ModuleType(SUBMISSION_MODULE)
     module.__file__ = path
     sys.modules[SUBMISSION_MODULE] = module
-    exec(compile(source, path, "exec"), module.__dict__)  # the submission, in this child only
+    text = source.decode("utf-8", errors="replace")
+    exec(compile(text, path, "exec"), module.__dict__)  # the submission, in this child only
     return module
 
 
@@ -149,8 +159,11 @@ def keep_only(fd: int) -> None:
 
 
 def _open_results(job: Job, first_task: int) -> dict[str, int]:
-    """The result files, opened before the uid drop (the child cannot open them after)."""
-    paths = [job.api_path] * (first_task == 0) + [t.result_path for t in job.tasks[first_task:]]
+    """The result files, opened before the uid drop (the child cannot open them after). Only
+    the job's first child describes the API (a later one starts after a failed task)."""
+    paths = [t.result_path for t in job.tasks[first_task:]]
+    if first_task == 0:
+        paths.insert(0, job.api_path)
     return {path: os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for path in paths}
 
 
@@ -164,6 +177,19 @@ def _save(record: dict[str, Any], fd: int) -> None:
         offset += _pwrite(fd, data[offset:], offset)
     _ftruncate(fd, offset)
     _close(fd)
+
+
+def working_folder(job: Job, first_task: int) -> str:
+    """The child's working folder: the job's scratch folder, or for a child started after a
+    failed task a fresh folder in it, so that module-level code which writes a file once
+    (`open("out.txt", "x")`) imports again as it did the first time."""
+    if first_task == 0:
+        return job.scratch_path
+    folder = os.path.join(job.scratch_path, f".child{first_task}")
+    os.mkdir(folder, 0o700)
+    if job.run_as is not None:
+        os.chown(folder, job.run_as, job.run_as)
+    return folder
 
 
 def _open_arenas(job: Job, first_task: int, cases: list[list[dict[str, Any]]],
@@ -241,7 +267,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str]) -
     results = _open_results(job, first_task)
     arenas = _open_arenas(job, first_task, cases, lab_probes.witnessed)  # before the view
     if job.scratch_path:
-        os.chdir(job.scratch_path)  # the student's working folder, writable after the drop
+        os.chdir(working_folder(job, first_task))  # writable after the drop
     own = [Path(job.submission_path).parent] + ([Path(job.search_path)] if job.search_path else [])
     # The zygote and the grading process, their threads and groups. In a process namespace
     # of its own the child cannot name them at all; the filter covers the hosts without one.
@@ -253,25 +279,27 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str]) -
         limits += drop_privileges(job.run_as)
     if apply_view(view):
         limits.append("file system view")
-    limits += restrict_syscalls(protected)
+    limits += restrict_syscalls(protected, channel=progress_fd)
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
+    static = scan_source(source, names=lab_probes.LAB_NAMES, package=job.forbidden_package)
     forget_grader_modules()
     untrusted = [Path(job.submission_path)] + own + (
         [Path(job.scratch_path)] if job.scratch_path else [])
-    attribution = audit.install(trusted_roots=python_paths(), untrusted_roots=untrusted,
-                                report=progress, protected_prefixes=("torch", "grader"))
-    audit.guard_version_counters(attribution, progress)
+    audit.install(trusted_roots=python_paths(), untrusted_roots=untrusted, report=progress,
+                  report_call=audit.progress_reporter(progress_fd, "C"),
+                  protected_prefixes=("torch", "grader"))
+    audit.guard_version_counters()
     changes = tamper.watch()
-    send("P " + json.dumps({"layers": [*limits, "audit hook"],
-                            "static": scan_source(source, names=lab_probes.LAB_NAMES,
-                                                  package=job.forbidden_package)}))
+    task_event = audit.TASK_EVENT
+    send("P " + json.dumps({"layers": [*limits, "audit hook"], "static": static}))
     header = {"nonce": job.nonce}
     function_modes, dispatch_modes = _function_modes(), _dispatch_modes()
     try:
         module = import_submission(job.submission_path, source)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import count too
-        _save({**header, "import_error": describe_exception(exc)}, results[job.api_path])
+        if first_task == 0:
+            _save({**header, "import_error": describe_exception(exc)}, results[job.api_path])
         send("E")
         return
     report_modes_left(function_modes, dispatch_modes)
@@ -282,15 +310,14 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str]) -
     send("I")
     for index in range(first_task, len(job.tasks)):
         task = job.tasks[index]
+        _audit(task_event, index)
         send(f"S {index}")
-        tensors.subclasses_seen(reset=True)
         observations = lab_probes.probe(module, task.function, device=task.device,
                                         cases=cases[index], arena=arenas[index])
         changed = changes()
         for name in changed:
             progress(f"changed {name}")
-        _save({**header, "observations": observations,
-               "tensor_subclasses": tensors.subclasses_seen()}, results[task.result_path])
+        _save({**header, "observations": observations}, results[task.result_path])
         send(f"D {index}")
         if changed:
             return  # later tasks get a fresh child, with torch as it was

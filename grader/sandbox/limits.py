@@ -250,10 +250,12 @@ REFUSED_SYSCALLS = ("socket", "socketpair", "ptrace", "process_vm_readv", "proce
 SIGNAL_SYSCALLS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 
 
-def restrict_syscalls(protected: list[int]) -> list[str]:
-    """seccomp: REFUSED_SYSCALLS get EPERM, and no signal reaches any of `protected`
+def restrict_syscalls(protected: list[int], *, channel: int = -1) -> list[str]:
+    """seccomp: REFUSED_SYSCALLS get EPERM, no signal reaches any of `protected`
     (protected_targets: the grader, the worker that forked this child, their threads and
-    groups, and `kill(-1)`).
+    groups, and `kill(-1)`), and the progress `channel` can be neither closed nor replaced
+    (`dup2` of a pipe of the submission's own over it would let it filter what the worker
+    hears).
 
     A thread the grader starts after this child was forked is not in the list; where the child
     is in a process namespace of its own it cannot name any of them, and where it drops to its
@@ -276,6 +278,10 @@ def restrict_syscalls(protected: list[int]) -> list[str]:
             word = target & 0xFFFFFFFF
             for name in SIGNAL_SYSCALLS:
                 rules.add_rule(deny, name, seccomp.Arg(0, seccomp.MASKED_EQ, 0xFFFFFFFF, word))
+        for name, argument in (("close", 0), ("dup2", 1), ("dup3", 1)):
+            if channel >= 0:
+                with contextlib.suppress(OSError, RuntimeError, ValueError):  # no dup2: arm64
+                    rules.add_rule(deny, name, seccomp.Arg(argument, seccomp.EQ, channel))
         rules.load()
     except Exception:  # no libseccomp, an old kernel: these layers are absent
         return []

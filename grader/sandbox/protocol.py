@@ -15,6 +15,7 @@ this order, or the child is stopped and the task in progress fails with status "
     S <n>           task n started (n is the next task, each once)
     D <n>           task n done (n is the task started last)
     T <text>        an integrity event (audit hook), at any time after P
+    C <text>        a call into the forbidden package (audit hook), at any time after P
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class TaskOutcome(BaseModel):
         "What the audit hook refused while this task (or the import) ran, as it told the"
         " zygote before any record was written."))
     detail: str = Field(default="", description="Why a protocol failure was declared.")
+    policy_calls: list[str] = Field(default_factory=list, description=(
+        "Calls into the forbidden package, relayed by the audit hook as they happened."))
 
 
 class JobOutcome(BaseModel):

@@ -4,9 +4,10 @@ struct, ctypes, sys, ...) and the grader's own modules loaded in the child (its 
 captured accessors).
 
 `watch()` takes a snapshot of each watched namespace in the child before the submission is
-imported and returns the function that compares against it. That function keeps everything it
-uses in its closure, held only by the child's `run_job` frame (which the audit hook keeps the
-submission from reaching), so replacing this module's globals changes nothing. After the import
+imported and returns the function that compares against it. That function binds everything it
+calls (builtins included) in its closure, held only by the child's `run_job` frame (frames are
+refused to the submission by the audit hook), so replacing this module's globals or a builtin
+changes nothing it reports. After the import
 and after each task, any attribute that was replaced or deleted is reported by its qualified
 name, and so is any name added to a watched class (it shadows a `TensorBase` method or an
 encoder method). Names added to a module (a submodule imported later, say) change nothing the
@@ -51,26 +52,26 @@ def _watched() -> dict[str, Any]:
 def watch() -> Callable[[], list[str]]:
     """Snapshot now; the returned function lists what was replaced or deleted since (at most
     20 qualified names)."""
-    identity, namespace = builtins.id, builtins.vars
-    is_module = ModuleType
+    identity, namespace, is_instance = builtins.id, builtins.vars, builtins.isinstance
+    is_module, is_class = ModuleType, type
     modules = sys.modules
+    spaces = _watched()
     before = {name: {attr: identity(value) for attr, value in list(namespace(space).items())}
-              for name, space in _watched().items()}
-    spaces = {name: space for name, space in _watched().items()}
+              for name, space in spaces.items()}
 
     def changes() -> list[str]:
         found: list[str] = []
         for name, attributes in before.items():
             space = spaces[name]
-            if isinstance(space, is_module) and modules.get(name, space) is not space:
+            if is_instance(space, is_module) and modules.get(name, space) is not space:
                 found.append(name)  # a module replaced in sys.modules
                 continue
             now = namespace(space)
             for attr, was in attributes.items():
                 if attr not in now or (identity(now[attr]) != was
-                                       and not isinstance(now[attr], is_module)):
+                                       and not is_instance(now[attr], is_module)):
                     found.append(f"{name}.{attr}")
-            if isinstance(space, type):  # on a class, a new name shadows an inherited one
+            if is_instance(space, is_class):  # on a class, a new name shadows an inherited one
                 found += [f"{name}.{attr}" for attr in now if attr not in attributes]
         return found[:20]
 

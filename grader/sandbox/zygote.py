@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from grader.sandbox import wire
 from grader.sandbox.containment import (
     PidNamespaces,
     become_subreaper,
@@ -62,6 +63,7 @@ class Progress:
     current: int | None = None
     done: list[int] = field(default_factory=list)
     integrity: dict[int | None, list[str]] = field(default_factory=dict)  # None: the job
+    calls: dict[int | None, list[str]] = field(default_factory=dict)  # forbidden calls
 
     def accept(self, line: str) -> str:
         """The kind of a valid line (P, I, E, S, D, T); raises ProtocolViolation otherwise."""
@@ -72,8 +74,9 @@ class Progress:
             layers, self.static = _first_line(rest)
             self.protections = [str(layer)[:80] for layer in layers][:40]
             return kind
-        if kind == "T":
-            events = self.integrity.setdefault(self.current, [])
+        if kind in ("T", "C"):
+            kept = self.integrity if kind == "T" else self.calls
+            events = kept.setdefault(self.current, [])
             if len(events) < INTEGRITY_LIMIT:
                 events.append(rest[:200])
             return kind
@@ -154,19 +157,18 @@ class _Child:
         if self._eof:
             return
         os.set_blocking(self._pipe.fileno(), False)
-        try:
-            while (chunk := self._pipe.read(4096)) and len(self._buffer) <= 2 * LINE_LIMIT:
-                self._buffer += chunk
-        except (BlockingIOError, TypeError):
-            pass
+        # A raw non-blocking read returns None once the pipe is empty.
+        while (chunk := self._pipe.read(4096)) and len(self._buffer) <= 2 * LINE_LIMIT:
+            self._buffer += chunk
 
     def stop(self) -> int:
         """Kill the child's session and reap it; its wait status. Where the child is pid 1
         of its own namespace, the kernel ends everything in it as it goes."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(self.pid, signal.SIGKILL)  # if it left its process group
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)  # it left its group? (never
+            # a reused pid: the descriptor names this process, reaped or not)
         if self.status is None:
             _, self.status = os.waitpid(self.pid, 0)
         self._pipe.close()
@@ -174,10 +176,12 @@ class _Child:
         return self.status
 
 
-def _recorded(path: str) -> bool:
-    """A record file is there, at least its length prefix (the child wrote it before `D`)."""
+def _recorded(path: str, stamp: bytes) -> bool:
+    """A record file is there and starts with this job's nonce (the child writes it before
+    `D`; a submission that forges `D` early has no nonce to write)."""
     try:
-        return os.stat(path).st_size >= 8
+        with open(path, "rb") as handle:
+            return handle.read(8 + len(stamp))[8:] == stamp
     except OSError:
         return False
 
@@ -212,7 +216,9 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
     breaks the protocol costs only itself: the next child starts at the task after it.
 
     Deadlines are the zygote's: the import gets one window of `timeout_s` from the fork, and
-    each task one window from the moment its `S` line is accepted, which happens once."""
+    each task one window from the moment its `S` line is accepted, which happens once. Only
+    the first child's import decides the import's outcome; a later child whose import fails
+    costs the task it was started for."""
     outcomes: list[TaskOutcome | None] = [None] * len(job.tasks)
     api_outcome: TaskOutcome | None = None
     protections: list[str] | None = None
@@ -220,11 +226,13 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
     job_integrity: list[str] = []
     children = leftovers = 0
     next_task = 0
-    while True:
+    stamp = wire.stamp(job.nonce)
+    while next_task < len(job.tasks) or api_outcome is None:
         child = _Child(job, next_task, containment.namespaces)
         children += 1
         progress = Progress(next_task=next_task, tasks=len(job.tasks),
-                            recorded=lambda index: _recorded(job.tasks[index].result_path))
+                            recorded=lambda index: _recorded(job.tasks[index].result_path,
+                                                             stamp))
         started = time.monotonic()
         deadline = started + job.timeout_s
         violation = ""
@@ -244,25 +252,31 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
         leftovers += containment.sweep(job)
         if protections is None and progress.protections is not None:
             protections, static = progress.protections, progress.static
-        for index, events in progress.integrity.items():
-            done = outcomes[index] if index is not None else None
-            if index is None:
-                job_integrity += events
-            elif done is not None:
-                outcomes[index] = done.model_copy(update={"integrity": events})
+        job_integrity += progress.integrity.get(None, [])
+        for index in progress.done:
+            done = outcomes[index]
+            if done is not None:
+                outcomes[index] = done.model_copy(update={
+                    "integrity": progress.integrity.get(index, []),
+                    "policy_calls": progress.calls.get(index, [])})
         if violation:
             failure = TaskOutcome(status="protocol", detail=violation)
         else:
             failure = TaskOutcome(status="timeout") if timed_out else _ended(status)
         current = progress.current
         if current is not None:
-            failure = failure.model_copy(update={"integrity": progress.integrity.get(current, [])})
-        if progress.imported is None:  # died, hung or broke the protocol while importing
-            api_outcome = failure.model_copy(update={"integrity": job_integrity})
-            break
-        api_outcome = api_outcome or TaskOutcome(status="ok")
-        if not progress.imported:
-            break
+            failure = failure.model_copy(update={
+                "integrity": progress.integrity.get(current, []),
+                "policy_calls": progress.calls.get(current, [])})
+        if api_outcome is None:
+            if not progress.imported:  # died, hung, broke the protocol or raised at import
+                api_outcome = (failure.model_copy(update={"integrity": job_integrity})
+                               if progress.imported is None else TaskOutcome(status="ok"))
+                break
+            api_outcome = TaskOutcome(status="ok")
+        elif not progress.imported:  # importing again, for the task after a failed one
+            failure = failure if progress.imported is None else TaskOutcome(
+                status="no_result", detail="the file failed to import a second time")
         next_task = progress.next_task
         if current is not None:  # this task hung, killed the process or broke the protocol
             outcomes[current] = failure.model_copy(update={"wall_s": time.monotonic() - started})
@@ -270,15 +284,15 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
         elif violation and progress.done:
             # Between tasks: what wrote it ran during (or after) the task done last, whose
             # `D` may itself have been forged; that task is lost, and the next one runs anew.
-            outcomes[progress.done[-1]] = failure
+            last = progress.done[-1]
+            outcomes[last] = failure.model_copy(update={
+                "integrity": progress.integrity.get(last, [])})
         elif next_task < len(job.tasks) and (violation or not progress.done):
             # Before its first task, or ended before starting one: the next task is lost, so
             # that no child can loop.
             outcomes[next_task] = failure
             next_task += 1
         # Otherwise it stopped early on purpose (tampering): a fresh child goes on.
-        if next_task >= len(job.tasks):
-            break
     return JobOutcome(
         job_id=job.job_id,
         api_status=api_outcome.status,

@@ -93,3 +93,17 @@ def test_flag_keeps_the_points_and_tells_the_instructor_fail_takes_them(tmp_path
     sgd = [c for c in failed.checks if c.function == "sgd_step" and c.status != "skipped"]
     assert [c.kind for c in sgd] == ["runtime"] and sgd[0].score == 0
     assert "meters" in sgd[0].message
+
+
+def test_a_main_guard_and_sys_settings_are_not_findings_for_the_functions() -> None:
+    source = ("import sys\n\ndef sgd_step(params, lr):\n    pass\n\n"
+              "if __name__ == '__main__':\n    import tracemalloc\n    tracemalloc.start()\n"
+              "    print(open('/proc/self/status').read())\n\nsys.argv = ['']\n")
+    found = integrity_uses(source, names=NAMES)
+    assert not found.module and not any(found.by_name.values())
+    assert found.anywhere  # still listed for the instructor: the scan saw them
+
+
+def test_a_computed_name_on_torch_is_a_finding() -> None:
+    source = "import torch\n\ndef sgd_step(params, lr):\n    getattr(torch, 'op' + 'tim')\n"
+    assert "computed name" in integrity_uses(source, names=NAMES).by_name["sgd_step"][0]

@@ -59,3 +59,12 @@ def test_a_name_bound_to_torch_optim_by_assignment_is_a_route(source: str) -> No
 def test_a_string_that_only_names_torch_optim_is_not_a_use(line: str) -> None:
     source = f"import torch\nclass SGD:\n    def step(self, kw={{}}, params=()):\n        {line}\n"
     assert static_uses(source, package="torch.optim", names=NAMES) == {"zero_grad": [], "SGD": []}
+
+
+def test_a_name_bound_in_a_test_block_or_another_function_does_not_spread() -> None:
+    source = ("import torch\n\nclass SGD:\n    def step(self):\n        for p in []:\n"
+              "            p.add_(1)\n\ndef zero_grad(params, set_to_none=False):\n"
+              "    p = torch.optim.SGD([], lr=1)\n\n"
+              "if __name__ == '__main__':\n    p = torch.optim.SGD([], lr=0.1)\n")
+    uses = static_uses(source, package="torch.optim", names=NAMES)
+    assert uses["zero_grad"] and not uses["SGD"]

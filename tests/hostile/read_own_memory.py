@@ -14,10 +14,15 @@ def sgd_step(params, lr):
 
 
 def zero_grad(params, set_to_none=False):
-    outcome = "OPEN"
-    try:
-        with open("/proc/self/mem", "rb") as handle:
-            handle.read(1)
-    except OSError as exc:
-        outcome = type(exc).__name__
-    raise RuntimeError(f"mem outcome={outcome}.")
+    import os
+    outcomes = set()
+    for path in ("/proc/self/mem", "//proc/self/mem", "/proc/./self/mem", "mem"):
+        try:
+            if path == "mem":
+                os.chdir("/proc/self")
+            with open(path, "rb") as handle:
+                handle.read(1)
+            outcomes.add("OPEN")
+        except OSError as exc:
+            outcomes.add(type(exc).__name__)
+    raise RuntimeError("mem outcome=" + ",".join(sorted(outcomes)) + ".")

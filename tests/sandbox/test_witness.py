@@ -60,3 +60,10 @@ def test_a_forged_record_loses_to_the_callers_memory(tmp_path: Path,
     sgd = [c for c in report.checks if c.function == "sgd_step" and c.status == "failed"]
     assert [c.kind for c in sgd] == ["runtime"], [c.message for c in sgd]
     assert "disagrees with the caller's memory" in sgd[0].message
+
+
+def test_a_case_whose_witnessed_tensors_are_empty_needs_no_arena(tmp_path: Path) -> None:
+    slots = layout([{"id": "empty"}], lambda case: [("float32", (0, 5))])
+    Arena(str(tmp_path / "never.witness"), slots)  # nothing to map: no file is made
+    memory = read(str(tmp_path / "never.witness"), slots)
+    assert memory["empty"][0].shape == (0, 5)
