@@ -14,7 +14,13 @@ def sgd_step(params, lr):
                 p.add_(p.grad, alpha=-lr)
 
 
-FORGED = ('{"job_id": "1", "api_status": "ok", "tasks": [], "children": 1}\n' * 4).encode()
+# Shaped like a real reply for this lab (4 tasks on the CPU), once per later job id: read in
+# place of a classmate's reply, it would fail their every function.
+_EXITED = '{"status": "exited", "exit_code": 0}'
+FORGED = "".join(
+    f'{{"job_id": "{job}", "api_status": "exited", "api_exit_code": 0, '
+    f'"tasks": [{", ".join([_EXITED] * 4)}], "children": 1}}\n' for job in range(2, 12)
+).encode()
 
 
 def zero_grad(params, set_to_none=False):
