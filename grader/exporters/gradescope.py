@@ -32,7 +32,8 @@ def _summary(report: Report, lang: str, *, release: bool) -> str:
     failed = [c for c in graded if c.status == "failed"]
     verdict = (feedback.ui("all_passed", lang) if not failed
                else feedback.ui("some_failed", lang, failed=len(failed), total=len(graded)))
-    return f"{title}\n{verdict}"
+    flagged = f"\n{feedback.ui('flagged', lang)}" if report.integrity else ""
+    return f"{title}\n{verdict}{flagged}"
 
 
 def results_json(report: Report, *, lang: str = "en",
@@ -66,9 +67,10 @@ def results_json(report: Report, *, lang: str = "en",
         "test_name_format": "text",
         "stdout_visibility": "hidden",
         "tests": tests,
+        # extra_data is for course staff (Gradescope shows students the rest).
         "extra_data": {"lab": report.lab, "grader_version": report.grader_version,
                        "torch_version": report.torch_version,
-                       "protections": report.protections},
+                       "protections": report.protections, "integrity": report.integrity},
     }
 
 
