@@ -24,15 +24,14 @@ from grader.checks.source import Source, attribute, parse
 
 POLICY_EVENT = "inplace-grader.policy"  # the child's audit hook relays these to the worker
 
+
 class CallRecorder:
-    """Wraps the callables of a package; `calls` lists the qualified names used since reset."""
+    """Wraps the callables of a package so that each call raises POLICY_EVENT with its
+    qualified name: the child's audit hook relays it to the worker at once, as a `C` line
+    (nothing is kept here that a submission could empty)."""
 
     def __init__(self, package: str) -> None:
         self.package = package
-        self.calls: list[str] = []
-
-    def reset(self) -> None:
-        self.calls = []
 
     def install(self) -> None:
         for module_name, module in list(sys.modules.items()):
@@ -58,11 +57,7 @@ class CallRecorder:
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            # To the child's audit hook, which tells the worker at once: a list kept here
-            # could be emptied by the submission. The list serves the record.
             event(POLICY_EVENT, qualname)
-            if len(self.calls) < 50:
-                self.calls.append(qualname)
             return func(*args, **kwargs)
 
         wrapper.__grader_wrapped__ = True  # type: ignore[attr-defined]

@@ -32,7 +32,7 @@ def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
           arena: Arena = NO_ARENA) -> dict[str, Any]:
     observed = run_cases(module, function, cases,
                          lambda target, case: _PROBES[function](target, case, device, arena))
-    return {"cases": observed, "policy_calls": []}
+    return {"cases": observed}
 
 
 def _grad(t: torch.Tensor | None) -> torch.Tensor | None:

@@ -60,10 +60,9 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
           arena: Arena = NO_ARENA) -> dict[str, Any]:
-    _recorder.reset()
     observed = run_cases(module, function, cases,
                          lambda target, case: _PROBES[case["probe"]](target, case, device, arena))
-    return {"cases": observed, "policy_calls": list(_recorder.calls)}
+    return {"cases": observed}
 
 
 def _iterable(params: list[torch.Tensor], how: str) -> Iterable[torch.Tensor]:

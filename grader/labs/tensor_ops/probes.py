@@ -47,7 +47,7 @@ def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
     observed = run_cases(module, function, cases,
                          lambda target, case: runners[case["measure"]](target, case, device,
                                                                        arena))
-    return {"cases": observed, "policy_calls": []}
+    return {"cases": observed}
 
 
 def probe_state(function: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
