@@ -206,3 +206,36 @@ def test_no_attack_lowers_a_classmates_score(world: dict[str, str], full_marks: 
         assert report.score == report.max_score == full_marks, (
             report.student, [c.message for c in report.checks if c.status == "failed"])
     assert not running("sleep 317")
+
+
+# Attacks on what outlives a child or lies beyond it, and the classmates graded after them.
+BEYOND_THE_CHILD = ["process_chain", "detached_daemon", "signal_classmates", "kill_grader",
+                    "read_grader_environ"]
+
+
+def test_without_root_the_namespaces_contain_the_same_attacks(world: dict[str, str],
+                                                              full_marks: float,
+                                                              tmp_path: Path) -> None:
+    """The route a student's laptop takes (no root: the process namespaces come from a user
+    namespace of the zygote's own, and no uid drop): each attack ends as expected, a
+    classmate graded after each on the same worker gets full marks, and nothing is left."""
+    solution = ROOT / "solutions" / "optim" / "optimizer.py"
+    with Sandbox(["optim"], run_as=None, user_namespace=True) as sandbox:
+        for name in BEYOND_THE_CHILD:
+            path = Path(__file__).parent / "hostile" / f"{name}.py"
+            submission = tmp_path / f"{name}.py"
+            submission.write_text(filled(path, world))
+            report = check_submission(submission, lab="optim", options=OPTIONS,
+                                      sandbox=sandbox)
+            if "user namespace" not in report.protections:
+                pytest.skip("this kernel lets no unprivileged process make a user namespace")
+            assert "process namespace" in report.protections
+            want = expected(path)
+            assert_outcome(report, want, full_marks=full_marks)
+            if "leftovers" in want:
+                assert not running(want["leftovers"]), f"{name}: a process outlived grading"
+            classmate = check_submission(solution, lab="optim", options=OPTIONS,
+                                         sandbox=sandbox)
+            assert classmate.score == full_marks, name
+    assert not running("sleep 317")
+    assert Path(world["@CANARY@"]).read_text() == "untouched"

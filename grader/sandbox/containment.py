@@ -3,8 +3,11 @@
 Three mechanisms, strongest first; the zygote uses the first one the host allows and the report
 names it:
 
-- **process namespace** (root, where unshare is allowed): each child is pid 1 of a PID namespace
-  of its own, with a /proc of its own. When it ends, the kernel ends everything left in the
+- **process namespace** (root, or any user where the kernel allows user namespaces): each
+  child is pid 1 of a PID namespace of its own, with a /proc of its own. Without root the
+  zygote first enters a user namespace of its own (`enter_user_namespace`), which grants it,
+  and only it, the right to make PID namespaces; a student's laptop gets the same containment
+  as a root grading server. When it ends, the kernel ends everything left in the
   namespace, however it was detached; from inside, no process of the grader, of the worker or
   of another student exists (no pid to signal, no /proc entry to read).
 - **uid sweep** (root without CAP_SYS_ADMIN, where children drop to a uid of their own): after
@@ -24,13 +27,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import time
 from pathlib import Path
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 SWEEP_SECONDS = 2.0  # the subreaper sweep gives up after this long (a fork bomb without limits)
@@ -47,6 +53,48 @@ def become_subreaper() -> bool:
         return False
 
 
+def enter_user_namespace() -> bool:
+    """Make this process (the zygote, before it starts any thread) pid 1 of a PID namespace
+    inside a user namespace of its own; True in the process that goes on as the zygote.
+
+    `unshare(CLONE_NEWUSER)` needs no privilege where the kernel allows user namespaces; it
+    maps only this process's own uid and gid, so files, limits and signals are what they
+    were, while the namespace's owner may make the per-child PID namespaces (PidNamespaces).
+    A PID namespace applies to the caller's next child, so the caller forks: the parent stays
+    behind only to wait and pass on the exit status (the grading process started it and ends
+    it by its pid); the child, which dies with it (PR_SET_PDEATHSIG), is the zygote, in a
+    mount namespace of its own with a /proc that lists only its namespace (so that the pids
+    it reads there are the pids it may signal). False, with nothing changed but possibly the
+    user namespace, where any step is refused: the sweeps then apply."""
+    uid, gid = os.geteuid(), os.getegid()
+    libc = _libc()
+    try:
+        if libc.unshare(CLONE_NEWUSER) != 0:
+            return False
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                           ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+        if libc.unshare(CLONE_NEWPID) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    alive_read, alive_write = os.pipe()
+    pid = os.fork()
+    if pid != 0:  # the parent: waits, then leaves with the zygote's status
+        os.close(alive_read)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
+    os.close(alive_write)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # The parent may have died before the line above: its end of the pipe is then closed.
+    if select.select([alive_read], [], [], 0)[0]:
+        os._exit(1)
+    os.close(alive_read)
+    return private_proc()
+
+
 class PidNamespaces:
     """Forks each child as pid 1 of a new PID namespace (zygote side).
 
@@ -57,9 +105,7 @@ class PidNamespaces:
 
     def __init__(self) -> None:
         self._own: int | None = None
-        if os.geteuid() != 0:
-            return  # an unprivileged unshare needs a user namespace; the sweeps apply instead
-        try:
+        try:  # refused without root, unless this process owns its user namespace
             self._own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
             libc = _libc()
             if libc.unshare(CLONE_NEWPID) != 0 or libc.setns(self._own, CLONE_NEWPID) != 0:
@@ -88,9 +134,10 @@ class PidNamespaces:
 
 
 def private_proc() -> bool:
-    """In a child that is pid 1 of its namespace: a mount namespace of its own with a fresh
-    /proc, which lists only this namespace's processes (not the grader's: no environ, no fds,
-    no pids to aim at). Must run before the file-system view is built (it grants /proc)."""
+    """In a process that is pid 1 of its namespace (a child; the zygote in a user namespace):
+    a mount namespace of its own with a fresh /proc, which lists only this namespace's
+    processes (not the grader's: no environ, no fds, no pids to aim at). In a child it must
+    run before the file-system view is built (it grants /proc)."""
     if os.getpid() != 1:
         return False
     libc = _libc()
@@ -106,7 +153,7 @@ def private_proc() -> bool:
 def own_children() -> list[int]:
     """Pids whose parent is this process (orphans reparented here included)."""
     pids: list[int] = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+    for task in Path("/proc/self/task").iterdir():
         try:
             pids += [int(p) for p in (task / "children").read_text().split()]
         except OSError:

@@ -95,12 +95,17 @@ class Sandbox:
                    "closed descriptors", "trusted deadlines")
 
     def __init__(self, labs: list[str], *, run_as: int | Literal["auto"] | None = "auto",
-                 uid_slot: int = 0) -> None:
+                 uid_slot: int = 0, user_namespace: bool | None = None) -> None:
         """`run_as`: the uid children drop to; "auto" chooses one when running as root
         (limits.choose_uid; sandboxes running side by side pass distinct `uid_slot`s), and
         then each job takes the next uid of this sandbox's own range (limits.job_uid), so a
         process one job left behind shares no uid with the next. An explicit uid is used for
-        every job; None keeps the grader's uid."""
+        every job; None keeps the grader's uid.
+
+        `user_namespace`: make the children's process namespaces from a user namespace of
+        the zygote's own (containment.enter_user_namespace); by default only without root,
+        which has no other way to them (root keeps the host's uids, which the uid drop
+        needs)."""
         self.run_as: int | None = choose_uid(slot=uid_slot) if run_as == "auto" else run_as
         self._rotate_uid = run_as == "auto"
         self._workdir = tempfile.TemporaryDirectory(prefix="inplace-grader-")
@@ -109,8 +114,11 @@ class Sandbox:
         # never listable; everything else in it is the grader's and 0600/0700.
         os.chmod(self.workdir, 0o700 if self.run_as is None else 0o711)
         self._counter = 0
+        if user_namespace is None:
+            user_namespace = os.geteuid() != 0
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.sandbox.zygote", *labs],
+            [sys.executable, "-m", "grader.sandbox.zygote", *labs,
+             *(["--user-namespace"] if user_namespace else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=open(self.workdir / "zygote.log", "wb"),  # noqa: SIM115 - lives with proc

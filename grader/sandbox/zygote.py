@@ -13,6 +13,7 @@ believes only what the order of its lines proves (`Progress`), and owns every de
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import importlib
@@ -29,6 +30,7 @@ from grader.sandbox import wire
 from grader.sandbox.containment import (
     PidNamespaces,
     become_subreaper,
+    enter_user_namespace,
     sweep_children,
     sweep_uid,
 )
@@ -197,10 +199,12 @@ class Containment:
     """What ends a job's processes here, and the names the report gives it."""
 
     namespaces: PidNamespaces
+    user_namespace: bool = False  # the zygote runs in a user namespace of its own
 
     def protections(self, job: Job) -> list[str]:
         if self.namespaces.available:
-            return ["process namespace"]
+            return ["user namespace", "process namespace"] if self.user_namespace else [
+                "process namespace"]
         return ["uid sweep"] if job.run_as is not None else []
 
     def sweep(self, job: Job) -> int:
@@ -308,15 +312,22 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
     )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m grader.sandbox.zygote")
+    parser.add_argument("labs", nargs="*", help="labs whose probes every child inherits")
+    parser.add_argument("--user-namespace", action="store_true",
+                        help="make the process namespaces from a user namespace (no root)")
+    args = parser.parse_args(argv)
     protocol_out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints from imports must not corrupt the protocol
+    # First, while this process has one thread (unshare(CLONE_NEWUSER) needs that).
+    user_namespace = args.user_namespace and enter_user_namespace()
     become_subreaper()
-    containment = Containment(PidNamespaces())
+    containment = Containment(PidNamespaces(), user_namespace=user_namespace)
     import torch  # paid once, inherited by every child
 
     warm_up_layers()
-    for lab in sys.argv[1:]:
+    for lab in args.labs:
         probes = importlib.import_module(f"grader.labs.{lab}.probes")
         probes.warm_up()  # pay one-time lazy imports once, not in every child
     if torch.cuda.is_initialized():  # children could not use CUDA after this fork
@@ -332,7 +343,9 @@ def main() -> None:
         if not line.strip():
             continue
         job = Job.model_validate_json(line)
-        outcome = run_job(job.model_copy(update={"zygote_pid": os.getpid()}), containment)
+        # In its own namespace the zygote is pid 1 there; its children see none of it.
+        zygote_pid = 0 if user_namespace else os.getpid()
+        outcome = run_job(job.model_copy(update={"zygote_pid": zygote_pid}), containment)
         protocol_out.write(outcome.model_dump_json() + "\n")
 
 
