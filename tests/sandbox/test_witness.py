@@ -67,3 +67,72 @@ def test_a_case_whose_witnessed_tensors_are_empty_needs_no_arena(tmp_path: Path)
     Arena(str(tmp_path / "never.witness"), slots)  # nothing to map: no file is made
     memory = read(str(tmp_path / "never.witness"), slots)
     assert memory["empty"][0].shape == (0, 5)
+
+
+SOLUTION = (Path(__file__).resolve().parents[2] / "solutions" / "optim" / "optimizer.py")
+
+# Each: a function that does not write the caller's memory, and a forgery of its record (made
+# past every other layer: here by the test, in the grading process) that says it did.
+NOT_ZEROED = '''
+
+def zero_grad(params, set_to_none=False):
+    for p in params:
+        if p.grad is not None:
+            p.grad = torch.zeros_like(p.grad)  # a new tensor: the caller's grad keeps its values
+'''
+SGD_OUT_OF_PLACE = '''
+
+class SGD(SGD):
+    @torch.no_grad()
+    def step(self):
+        for p in self.params:
+            if p.grad is not None:
+                p.data = p.data - self.lr * p.grad  # new memory every step
+'''
+
+
+def _claim_zeroed(observed: dict) -> None:
+    for param in observed.get("params", []):
+        if "grad_values" in param and param.get("alias_values") is not None:  # zero_grad's
+            param["alias_values"] = torch.zeros_like(param["alias_values"])
+            param["same_object"] = True
+            if param.get("state_before"):
+                param["state_after"] = dict(param["state_before"],
+                                            version=param["state_before"]["version"] + 1)
+
+
+def _claim_kept_memory(observed: dict) -> None:
+    steps = observed.get("steps") or []
+    for index, first in enumerate(steps[0]["params"] if steps else []):
+        ptr = first["state_before"]["ptr"]
+        for step in steps:
+            step["params"][index]["state_before"]["ptr"] = ptr
+            step["params"][index]["state_after"]["ptr"] = ptr
+
+
+@pytest.mark.parametrize(("function", "override", "forge"), [
+    ("zero_grad", NOT_ZEROED, _claim_zeroed),
+    ("SGD", SGD_OUT_OF_PLACE, _claim_kept_memory),
+], ids=["zero_grad", "SGD"])
+def test_a_forged_record_of_each_witnessed_function_loses(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, function: str, override: str,
+        forge) -> None:
+    path = tmp_path / "optimizer.py"
+    path.write_text(SOLUTION.read_text() + override)
+    load = runner.Sandbox._load
+
+    def forged(*args):
+        record = load(*args)
+        for observed in ((record or {}).get("observations") or {}).get("cases", {}).values():
+            if isinstance(observed, dict):
+                forge(observed)
+        return record
+
+    monkeypatch.setattr(runner.Sandbox, "_load", staticmethod(forged))
+    report = check_submission(path, lab="optim", options=CheckOptions(device="cpu"))
+    failed = [c for c in report.checks if c.function == function and c.status == "failed"]
+    assert [c.kind for c in failed] == ["runtime"], [c.message for c in failed]
+    assert "disagrees with the caller's memory" in failed[0].message
+    others = [c for c in report.checks if c.function != function and c.status == "failed"
+              and "zero_grad" not in c.message]  # SGD's and Adam's call the module's one
+    assert not others, [c.message for c in others]

@@ -93,9 +93,21 @@ def step_grads(case: Case, params: list[torch.Tensor], step: int) -> list[torch.
     return grads
 
 
+# The gradients a zero_grad case keeps in the outside witness: plain contiguous leaves (a
+# strided or history-carrying gradient would lose what makes it that case in a copy).
+WITNESSED_GRADS = ("normal", "inf_nan")
+
+
 def witnessed(function: str, case: Case) -> list[tuple[str, tuple[int, ...]]]:
     """The tensors of `case` that `function` must update in place, as (dtype, shape), in the
-    order the probe builds them: the outside witness holds them (sandbox/witness.py)."""
-    if function == "sgd_step" and case.get("measure") == "state":
+    order the probe builds them: the outside witness holds them (sandbox/witness.py). The
+    parameters of sgd_step's state cases and of the optimizers' trajectories; the gradients
+    of zero_grad's cases (WITNESSED_GRADS)."""
+    if (function == "sgd_step" and case.get("measure") == "state") or (
+            case.get("probe") == "trajectory"):
         return [(case["dtype"], tuple(shape)) for shape in case["shapes"]]
+    if case.get("probe") == "zero_grad":
+        return [(case["dtype"], tuple(shape))
+                for shape, kind in zip(case["shapes"], case["grads"], strict=True)
+                if kind in WITNESSED_GRADS]
     return []

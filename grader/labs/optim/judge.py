@@ -19,7 +19,14 @@ from grader.checks.policy import judge_policy
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
 from grader.labs.optim import reference
-from grader.labs.optim.cases import DTYPES, Case, attach_grads, build_params, witnessed
+from grader.labs.optim.cases import (
+    DTYPES,
+    WITNESSED_GRADS,
+    Case,
+    attach_grads,
+    build_params,
+    witnessed,
+)
 
 SHAPES = [[6, 4], [4], [2, 3, 2]]
 STEPS = 12
@@ -282,17 +289,46 @@ def _sgd_step_params(evidence: Evidence):
 
 def apply_witness(function: str, case: Case, observed: dict[str, Any],
                   memory: list[torch.Tensor]) -> str | None:
-    """The parameters' own memory after the call, read by the grading process, is what the
-    record says it saw through each parameter's alias."""
+    """Where the record disagrees with the witnessed memory (read by the grading process
+    after the call), the tensor it names; None, with the record now holding that memory.
+
+    sgd_step: each parameter's original memory is what the record saw through its alias.
+    zero_grad: each witnessed gradient's original memory, likewise. An optimizer's
+    trajectory: where the record says a parameter kept its memory through every step, that
+    memory holds the values it reports after the last step."""
+    if case.get("probe") == "trajectory":
+        return _witness_trajectory(observed.get("steps") or [], memory)
     params = observed.get("params")
     if params is None:  # the function is missing: nothing was called
         return None
-    if len(params) != len(memory):
+    if case.get("probe") == "zero_grad":
+        kept = [index for index, kind in enumerate(case["grads"]) if kind in WITNESSED_GRADS]
+        name, aliases = "grad", [(index, params[index]) for index in kept
+                                 if index < len(params)]
+    else:
+        name, aliases = "", list(enumerate(params))
+    if len(aliases) != len(memory):
         return "params"
-    for index, (obs, final) in enumerate(zip(params, memory, strict=True)):
-        if not same_values(obs["alias_values"], final):
-            return f"params[{index}]"
+    for (index, obs), final in zip(aliases, memory, strict=True):
+        if obs.get("alias_values") is None or not same_values(obs["alias_values"], final):
+            return f"params[{index}]{'.' + name if name else ''}"
         obs["alias_values"] = final
+    return None
+
+
+def _witness_trajectory(steps: list[dict[str, Any]], memory: list[torch.Tensor]) -> str | None:
+    if not steps:  # the constructor failed: nothing was stepped
+        return None
+    last = steps[-1]["params"]
+    if len(last) != len(memory) or any(len(step["params"]) != len(memory) for step in steps):
+        return "params"
+    for index, final in enumerate(memory):
+        first_ptr = steps[0]["params"][index]["state_before"]["ptr"]
+        if any(step["params"][index]["state_after"]["ptr"] != first_ptr for step in steps):
+            continue  # the record says the memory was replaced: the storage check fails it
+        if not same_values(last[index]["values"], final):
+            return f"params[{index}]"
+        last[index]["values"] = final
     return None
 
 

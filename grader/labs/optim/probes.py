@@ -21,7 +21,13 @@ from grader.checks.allocation import (
 )
 from grader.checks.api import describe_module
 from grader.checks.policy import CallRecorder
-from grader.labs.optim.cases import Case, attach_grads, build_params, step_grads
+from grader.labs.optim.cases import (
+    WITNESSED_GRADS,
+    Case,
+    attach_grads,
+    build_params,
+    step_grads,
+)
 from grader.labs.optim.cases import witnessed as witnessed
 from grader.labs.probing import run_cases
 from grader.sandbox.child import call_student
@@ -79,6 +85,13 @@ def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str,
                     arena: Arena) -> dict[str, Any]:
     params = build_params(case, device)
     attach_grads(params, case["grads"], case["seed"])
+    # The plain gradients live in the arena, which the grader reads itself.
+    kept = [kind in WITNESSED_GRADS for kind in case["grads"]]
+    shared = iter(arena.share(case["id"], [p.grad for p, keep in zip(params, kept, strict=True)
+                                           if keep and p.grad is not None]))
+    for p, keep in zip(params, kept, strict=True):
+        if keep:
+            p.grad = next(shared)
     grads = [p.grad for p in params]
     aliases = [None if g is None else tensors._detach(g) for g in grads]
     before = [None if g is None else tensors.state(g) for g in grads]
@@ -155,7 +168,7 @@ def _grad_untouched(grad: torch.Tensor | None, original: torch.Tensor | None,
 # --- SGD and Adam ------------------------------------------------------------------------
 
 def probe_optimizer_trajectory(cls: type, case: Case, device: str, arena: Arena) -> dict[str, Any]:
-    params = build_params(case, device)
+    params = arena.share(case["id"], build_params(case, device))  # read by the grader too
     optimizer, error = call_student(cls, _iterable(params, case["iterable"]), **case["config"])
     steps: list[dict[str, Any]] = []
     kept_state: dict[tuple[int, str], tuple[torch.Tensor, int]] = {}
