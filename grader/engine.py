@@ -349,6 +349,7 @@ def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str
                           _ran(lab, hidden_job, secret, function, options.limits, submission))
         results += _function_results(lab, function, api, scan.policy.get(function, []), ran,
                                      hidden_ran, rubric, options.lang, plan)
+    results = calls_into_failures(results, scan.calls, options.lang)
     return Graded(_ordered(lab, results), probe_s, job.protections, flagged)
 
 
@@ -363,6 +364,7 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
     first_cases: dict[str, Any] = {}
     first_hidden: dict[str, Any] = {}
     unit_keys: list[str] = []
+    crashed: set[tuple[str, str]] = set()  # (check, device) that failed because a call raised
     # Where no task of the function (or of its hidden cases) gave observations, the points of
     # its once-per-submission checks go with the first runtime row: the same maximum for all.
     none_usable = all(r.problem is not None for r in ran)
@@ -383,6 +385,8 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
                 if check.per_device and _enabled(check, rubric):
                     finding = _judge(check, evidence)
                     unit_keys.append(finding.key)
+                    if finding.key == "raised":
+                        crashed.add((check.id, task.device))
                     results.append(_result(check, task.device, finding, rubric, lang, plan))
         if hidden_ran is None:
             continue
@@ -415,7 +419,76 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
                           cases=first_hidden, plan=plan_cases)
         results += _hidden_results(lab, function, shared, plan, rubric, lang,
                                    device="cpu", per_device=False)
-    return results
+    return settle_function(lab, function, api.get(function) is not None, results, lang,
+                           crashed=crashed)
+
+
+def settle_function(lab: Lab, function: str, defined: bool, results: list[CheckResult],
+                    lang: str, *, crashed: frozenset[tuple[str, str]] | set[tuple[str, str]]
+                    = frozenset()) -> list[CheckResult]:
+    """What one function's judged results earn, by two rules no judge can see alone:
+
+    - a name missing from the file fails its `api` check; every other check of it says "not
+      graded" (one mistake, told once), the policy check included, which would otherwise pay
+      for code that does not exist;
+    - a check passes only where one at least of the checks it is `shown_by` passed too, on
+      the same device and case: a function that wrote nothing does not "keep its storage".
+      A prerequisite that failed because the call raised (`crashed`) shows nothing either
+      way, so it takes nothing away: the exception already costs the checks reading it."""
+    if not defined:
+        missing = feedback.word(fail("not_graded_missing", function=function), lang)
+        told = (f"{function}.signature", f"{function}.runtime")
+        return [r if r.id.partition("@")[0] in told else _failed_as(r, missing)
+                for r in results]
+    by_id = {(r.id, r.device): r for r in results}
+    settled = []
+    for result in results:
+        check_id, _, variant = result.id.partition("@")
+        needs = _check_or_none(lab, check_id)
+        shown_by = needs.shown_by if needs else ()
+        shown = [(need, result.device) in crashed
+                 or (by_id.get((f"{need}@{variant}" if variant else need, result.device))
+                     or by_id.get((need, result.device)) or result).status != "failed"
+                 for need in shown_by]
+        if result.status == "passed" and shown_by and not any(shown):
+            quoted = [f"“{feedback.check_name(need, lang)}”" for need in shown_by[:2]]
+            names = quoted[0] if len(quoted) == 1 else feedback.ui(
+                "either_or", lang, first=quoted[0], second=quoted[1])
+            result = _failed_as(result, feedback.word(
+                fail("not_shown", function=function, needs=names), lang))
+        settled.append(result)
+    return settled
+
+
+def calls_into_failures(results: list[CheckResult], calls: dict[str, list[str]],
+                        lang: str) -> list[CheckResult]:
+    """A method's check that fails where the method calls a lab function of the same file
+    that fails its own checks says so, rather than blaming the method (`SGD.zero_grad`
+    calling a broken `zero_grad`). `calls`: method to the lab functions its body calls, from
+    the child's scan of the source."""
+    failing = {r.function for r in results if r.status == "failed" and not r.hidden}
+    settled = []
+    for result in results:
+        method = result.id.partition("@")[0]
+        culprits = [name for name in calls.get(method, []) if name in failing
+                    and name != result.function]
+        if result.status == "failed" and culprits and result.kind != "runtime":
+            wording = feedback.word(fail("calls_failing", method=method, callee=culprits[0]),
+                                    lang)
+            result = result.model_copy(update={"message": wording.message,
+                                               "hint": wording.hint})
+        settled.append(result)
+    return settled
+
+
+def _check_or_none(lab: Lab, check_id: str) -> CheckSpec | None:
+    return next((c for c in lab.checks if c.id == check_id), None)
+
+
+def _failed_as(result: CheckResult, wording: feedback.Wording) -> CheckResult:
+    return result.model_copy(update={
+        "status": "failed", "passed": False, "score": 0.0, "message": wording.message,
+        "expected": wording.expected, "got": wording.got, "hint": wording.hint})
 
 
 def _hidden_results(lab: Lab, function: str, evidence: Evidence, plan: HiddenPlan,

@@ -4,6 +4,9 @@ Each `tests/submissions/<lab>/<name>.py` has `<name>.toml` beside it:
 
     why = "one line: the idiom or mistake this file stands for"
     fails = [["sgd_step", "allocation"], ...]   # (function, kind) pairs that must fail, on CPU
+    points = {sgd_step = 3}                      # optional: what a function earns in all
+    said = ["..."]                               # optional: text its failed checks show
+    unsaid = ["..."]                             # optional: text they must not show
 
 An empty `fails` is a correct alternative idiom: it must get full marks.
 """
@@ -29,11 +32,15 @@ SUBMISSIONS = Path(__file__).parent / "submissions"
 CASES = sorted(SUBMISSIONS.glob("*/*.py"))
 
 
-def expected_failures(path: Path) -> set[tuple[str, str]]:
+def expectation(path: Path) -> dict:
     with path.with_suffix(".toml").open("rb") as handle:
         data = tomllib.load(handle)
     assert data.get("why"), f"{path.with_suffix('.toml')} needs a `why`"
-    return {(function, kind) for function, kind in data["fails"]}
+    return data
+
+
+def expected_failures(path: Path) -> set[tuple[str, str]]:
+    return {(function, kind) for function, kind in expectation(path)["fails"]}
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +67,17 @@ def test_submission_gets_expected_verdicts(path: Path, sandbox: Sandbox) -> None
         f"{c.id}: {c.message}" for c in report.checks if c.status == "failed")
     if not failed:
         assert report.score == report.max_score > 0
+    want = expectation(path)
+    for function, points in want.get("points", {}).items():
+        earned = sum(c.score for c in report.checks if c.function == function)
+        assert earned == points, (function, earned, [
+            f"{c.id}: {c.status}" for c in report.checks if c.function == function])
+    text = "\n".join(f"{c.message} {c.expected} {c.got} {c.hint}" for c in report.checks
+                     if c.status == "failed")
+    for words in want.get("said", []):
+        assert words in text, text
+    for words in want.get("unsaid", []):
+        assert words not in text, text
 
 
 @pytest.mark.parametrize("lab", sorted({p.parent.name for p in CASES}))

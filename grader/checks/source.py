@@ -101,3 +101,23 @@ def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
     module = found(tuple(node for stmt, nodes in source.top_level() for node in nodes))
     anywhere = found(tuple(source.nodes))
     return Attributed({name: evidence.get(name, []) for name in names}, module, anywhere)
+
+
+def method_calls(source: Source, names: list[str]) -> dict[str, list[str]]:
+    """`Class.method` to the lab functions its body calls by name, for each method of a lab
+    class (`SGD.zero_grad` calling `zero_grad(self.params)`): so that a method failing only
+    through a broken function of the same file is told so (engine.calls_into_failures)."""
+    functions = set(names)
+    calls: dict[str, list[str]] = {}
+    for stmt, _ in source.statements:
+        if not (isinstance(stmt, ast.ClassDef) and stmt.name in functions):
+            continue
+        for method in stmt.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            called = [node.func.id for node in ast.walk(method) if isinstance(node, ast.Call)
+                      and isinstance(node.func, ast.Name) and node.func.id in functions
+                      and node.func.id != stmt.name]
+            if called:
+                calls[f"{stmt.name}.{method.name}"] = list(dict.fromkeys(called))
+    return calls

@@ -80,6 +80,11 @@ class CheckSpec:
     judge: Callable[[Evidence], Finding]
     per_device: bool = True
     policy: str | None = None
+    # Checks of the same function of which one at least must pass for this one's pass to
+    # count: a property earns its points only where the function was shown to do something
+    # (kept storage means nothing for a function that wrote nothing). See
+    # engine.settle_function.
+    shown_by: tuple[str, ...] = ()
 
     @property
     def function(self) -> str:

@@ -26,7 +26,7 @@ from torch.utils._device import DeviceContext
 
 from grader.checks.integrity import integrity_uses
 from grader.checks.policy import static_uses
-from grader.checks.source import parse
+from grader.checks.source import method_calls, parse
 from grader.sandbox import audit, tamper, witness
 from grader.sandbox.audit import INTEGRITY_EVENT
 from grader.sandbox.containment import private_proc
@@ -221,10 +221,11 @@ def scan_source(source: bytes, *, names: list[str], package: str) -> dict[str, A
         parsed = parse(source.decode("utf-8", errors="replace"))
         integrity = integrity_uses(parsed, names=names)
         policy = static_uses(parsed, package=package, names=names) if package else {}
+        calls = method_calls(parsed, names)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return {"error": type(exc).__name__}  # the import reports it
     return {"policy": policy, "integrity": integrity.by_name, "module": integrity.module,
-            "anywhere": integrity.anywhere}
+            "anywhere": integrity.anywhere, "calls": calls}
 
 
 def forget_grader_modules() -> None:

@@ -40,6 +40,8 @@ class StaticScan(BaseModel):
     module: list[str] = Field(default_factory=list)
     anywhere: list[str] = Field(default_factory=list, description="Every finding, for the "
                                 "instructor (a helper no lab name calls included).")
+    calls: dict[str, list[str]] = Field(default_factory=dict, description=(
+        "`Class.method` to the lab functions it calls by name (checks/source.py)."))
     error: str = Field(default="", description="Why the source could not be scanned.")
 
     def integrity_of(self, name: str) -> list[str]:

@@ -551,27 +551,38 @@ SIGNATURES: dict[str, list[tuple[str, str | None]]] = {
 
 def _checks() -> tuple[CheckSpec, ...]:
     def spec(check_id: str, kind: Any, cases: Selector,
-             rule: Callable[[Case, dict[str, Any]], Finding | None], **options: Any) -> CheckSpec:
+             rule: Callable[[Case, dict[str, Any]], Finding | None], *,
+             shown_by: tuple[str, ...] = (), **options: Any) -> CheckSpec:
         function = check_id.split(".")[0]
-        return CheckSpec(check_id, kind, _judge_cases(function, cases, rule, **options))
+        return CheckSpec(check_id, kind, _judge_cases(function, cases, rule, **options),
+                         shown_by=shown_by)
 
     allowed, forbidden, errors = _group("allowed"), _group("forbidden"), _group("error")
+    # Any one passing shows update_leaf_ did something to the leaf (see CheckSpec.shown_by).
+    leaf_did = ("update_leaf_.values", "update_leaf_.version_advances")
     both: Selector = lambda case: allowed(case) or forbidden(case)  # noqa: E731
     checks = [CheckSpec(f"{f}.signature", "api",
                         signature_judge(f, kind="function", parameters=SIGNATURES[f]),
                         per_device=False) for f in FUNCTIONS]
     checks += [
-        spec("update_leaf_.returns_leaf", "identity", _every, _update_identity),
-        spec("update_leaf_.same_memory", "storage", _every, _update_storage),
+        spec("update_leaf_.returns_leaf", "identity", _every, _update_identity,
+             shown_by=leaf_did),
+        spec("update_leaf_.same_memory", "storage", _every, _update_storage,
+             shown_by=leaf_did),
         spec("update_leaf_.version_advances", "version", _every, _update_version),
-        spec("update_leaf_.no_history", "autograd", _every, _update_history),
-        spec("update_leaf_.keeps_grad", "side_effect", _every, _update_grad),
+        spec("update_leaf_.no_history", "autograd", _every, _update_history,
+             shown_by=leaf_did),
+        spec("update_leaf_.keeps_grad", "side_effect", _every, _update_grad,
+             shown_by=leaf_did),
         spec("update_leaf_.values", "numerics", _every, _update_values),
         spec("add_or_copy.returns_pair", "api", both, _returns_tuple),
-        spec("add_or_copy.in_place_when_allowed", "identity", allowed, _add_in_place),
+        spec("add_or_copy.in_place_when_allowed", "identity", allowed, _add_in_place,
+             shown_by=("add_or_copy.values", "add_or_copy.version_advances")),
         spec("add_or_copy.version_advances", "version", allowed, _add_version),
         spec("add_or_copy.falls_back_when_forbidden", "autograd", forbidden, _add_fallback),
-        spec("add_or_copy.fallback_leaves_t", "side_effect", forbidden, _add_t_untouched),
+        spec("add_or_copy.fallback_leaves_t", "side_effect", forbidden, _add_t_untouched,
+             shown_by=("add_or_copy.falls_back_when_forbidden",
+                                                     "add_or_copy.values")),
         spec("add_or_copy.values", "numerics", both, _add_values),
         spec("add_or_copy.keeps_graph", "autograd", both, _add_graph),
         spec("add_or_copy.other_errors_propagate", "autograd", errors, _add_error,
@@ -581,18 +592,21 @@ def _checks() -> tuple[CheckSpec, ...]:
         spec("fixed_block.backward_runs", "autograd", _block_cases("state"), _block_backward),
         spec("fixed_block.gradcheck", "autograd", _block_cases("gradcheck"), _block_gradcheck),
         spec("fixed_block.inputs_untouched", "side_effect", _block_cases("state"),
-             _block_inputs),
+             _block_inputs,
+             shown_by=("fixed_block.values_and_gradients", "fixed_block.backward_runs")),
         spec("fixed_block.keeps_safe_in_place", "allocation", _block_cases("allocation"),
              _block_allocation),
         spec("snapshot.values", "numerics", _every, _copy_values("snapshot")),
         spec("snapshot.own_memory", "storage", _every, _snap_storage),
         spec("snapshot.no_autograd_link", "autograd", _every, _no_link("snapshot")),
-        spec("snapshot.t_untouched", "side_effect", _every, _t_untouched("snapshot")),
+        spec("snapshot.t_untouched", "side_effect", _every, _t_untouched("snapshot"),
+             shown_by=("snapshot.values", "snapshot.own_memory")),
         spec("alias.values", "numerics", _every, _copy_values("alias")),
         spec("alias.same_memory", "storage", _every, _alias_storage),
         spec("alias.shares_version", "version", _every, _alias_version),
         spec("alias.no_history", "autograd", _every, _no_link("alias")),
-        spec("alias.t_untouched", "side_effect", _every, _t_untouched("alias")),
+        spec("alias.t_untouched", "side_effect", _every, _t_untouched("alias"),
+             shown_by=("alias.values", "alias.same_memory")),
     ]
     return tuple(checks)
 

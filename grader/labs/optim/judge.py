@@ -683,37 +683,56 @@ def _signature_check(name: str) -> CheckSpec:
                      per_device=False)
 
 
+# What shows a function did something (any one of them passing): the properties of one that
+# does nothing (a no-op keeps every grad object, every storage, and leaves the params
+# alone) earn nothing.
+ZEROED = ("zero_grad.exact_zeros", "zero_grad.set_to_none")
+SGD_STEP_DID = ("sgd_step.values", "sgd_step.version_advances")
+
+
 def _checks() -> tuple[CheckSpec, ...]:
     checks = [
         _signature_check("zero_grad"),
-        CheckSpec("zero_grad.keeps_grad_object", "identity", judge_zero_grad_identity),
-        CheckSpec("zero_grad.zeroes_own_memory", "storage", judge_zero_grad_storage),
+        CheckSpec("zero_grad.keeps_grad_object", "identity", judge_zero_grad_identity,
+                  shown_by=ZEROED),
+        CheckSpec("zero_grad.zeroes_own_memory", "storage", judge_zero_grad_storage,
+                  shown_by=ZEROED),
         CheckSpec("zero_grad.exact_zeros", "numerics", judge_zero_grad_numerics),
         CheckSpec("zero_grad.detaches_history", "autograd", judge_zero_grad_history),
-        CheckSpec("zero_grad.missing_grads_stay_none", "identity", judge_zero_grad_missing),
+        CheckSpec("zero_grad.missing_grads_stay_none", "identity", judge_zero_grad_missing,
+                  shown_by=ZEROED),
         CheckSpec("zero_grad.set_to_none", "identity", judge_zero_grad_to_none),
-        CheckSpec("zero_grad.params_untouched", "side_effect", judge_zero_grad_params),
+        CheckSpec("zero_grad.params_untouched", "side_effect", judge_zero_grad_params,
+                  shown_by=ZEROED),
         _signature_check("sgd_step"),
         CheckSpec("sgd_step.values", "numerics", judge_sgd_step_values),
-        CheckSpec("sgd_step.same_storage", "storage", judge_sgd_step_storage),
+        CheckSpec("sgd_step.same_storage", "storage", judge_sgd_step_storage,
+                  shown_by=SGD_STEP_DID),
         CheckSpec("sgd_step.version_advances", "version", judge_sgd_step_version),
-        CheckSpec("sgd_step.no_history", "autograd", judge_sgd_step_autograd),
-        CheckSpec("sgd_step.no_full_size_temporary", "allocation", judge_sgd_step_allocation),
-        CheckSpec("sgd_step.grad_untouched", "side_effect", judge_sgd_step_grad),
+        CheckSpec("sgd_step.no_history", "autograd", judge_sgd_step_autograd,
+                  shown_by=SGD_STEP_DID),
+        CheckSpec("sgd_step.no_full_size_temporary", "allocation", judge_sgd_step_allocation,
+                  shown_by=SGD_STEP_DID),
+        CheckSpec("sgd_step.grad_untouched", "side_effect", judge_sgd_step_grad,
+                  shown_by=SGD_STEP_DID),
     ]
     for cls, configs, keys in (("SGD", SGD_CONFIGS, ("momentum_buffer",)),
                                ("Adam", ADAM_CONFIGS, ("exp_avg", "exp_avg_sq"))):
+        did = (f"{cls}.version_advances", *(f"{cls}.trajectory.{name}" for name in configs))
         checks.append(_signature_check(cls))
         checks.append(CheckSpec(f"{cls}.validation", "api", judge_validation(cls),
                                 per_device=False))
         checks += [CheckSpec(f"{cls}.trajectory.{name}", "numerics", judge_trajectory(cls, name))
                    for name in configs]
         checks += [
-            CheckSpec(f"{cls}.params_in_place", "storage", judge_params_in_place(cls)),
+            CheckSpec(f"{cls}.params_in_place", "storage", judge_params_in_place(cls),
+                      shown_by=did),
             CheckSpec(f"{cls}.version_advances", "version", judge_version(cls)),
-            CheckSpec(f"{cls}.no_history", "autograd", judge_history(cls)),
+            CheckSpec(f"{cls}.no_history", "autograd", judge_history(cls),
+                      shown_by=did),
             CheckSpec(f"{cls}.state_kept", "identity", judge_state(cls, keys)),
-            CheckSpec(f"{cls}.grad_untouched", "side_effect", judge_grad_untouched(cls)),
+            CheckSpec(f"{cls}.grad_untouched", "side_effect", judge_grad_untouched(cls),
+                      shown_by=did),
             CheckSpec(f"{cls}.zero_grad", "identity", judge_optimizer_zero_grad(cls)),
         ]
     checks += [CheckSpec(f"{name}.no_torch_optim", "policy", judge_no_optim, per_device=False,
