@@ -387,7 +387,8 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
                     unit_keys.append(finding.key)
                     if finding.key == "raised":
                         crashed.add((check.id, task.device))
-                    results.append(_result(check, task.device, finding, rubric, lang, plan))
+                    results.append(_result(check, task.device, finding, rubric, lang, plan,
+                                           lab=lab.name))
         if hidden_ran is None:
             continue
         secret = hidden_ran[index]
@@ -410,7 +411,7 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
         not_implemented = bool(unit_keys) and all(k == "not_implemented" for k in unit_keys)
         results += [
             _result(check, "cpu", fail("not_implemented", function=function) if not_implemented
-                    else _judge(check, shared), rubric, lang, plan)
+                    else _judge(check, shared), rubric, lang, plan, lab=lab.name)
             for check in lab.checks_for(function)
             if not check.per_device and _enabled(check, rubric)
         ]
@@ -505,13 +506,14 @@ def _hidden_results(lab: Lab, function: str, evidence: Evidence, plan: HiddenPla
                          cases=variant_observations(evidence.cases, variant),
                          plan=(variant.judged_case,))
         finding = rename_case(_judge(check, alone), variant.judged_case["id"], variant.name)
-        results.append(_hidden_result(check, variant, device, finding, rubric, lang))
+        results.append(_hidden_result(check, variant, device, finding, rubric, lang,
+                                      lab=lab.name))
     return results
 
 
 def _hidden_result(check: CheckSpec, variant: HiddenVariant, device: str, finding: Finding,
-                   rubric: Rubric, lang: str) -> CheckResult:
-    result = _result(check, device, finding, rubric, lang, HiddenPlan())
+                   rubric: Rubric, lang: str, *, lab: str = "") -> CheckResult:
+    result = _result(check, device, finding, rubric, lang, HiddenPlan(), lab=lab)
     return result.model_copy(update={
         "id": variant.check_id(check.id),
         "name": feedback.ui("hidden_case", lang, check=result.name, case=variant.name),
@@ -589,9 +591,9 @@ def _points(rubric: Rubric, check: CheckSpec) -> float:
 
 
 def _result(check: CheckSpec, device: str, finding: Finding, rubric: Rubric,
-            lang: str, plan: HiddenPlan) -> CheckResult:
+            lang: str, plan: HiddenPlan, *, lab: str = "") -> CheckResult:
     points = _points(rubric, check)
-    wording = feedback.word(finding, lang) if not finding.passed else None
+    wording = feedback.word(finding, lang, lab=lab) if not finding.passed else None
     return CheckResult(
         id=check.id, name=feedback.check_name(check.id, lang), function=check.function,
         kind=check.kind, device=device,  # type: ignore[arg-type]

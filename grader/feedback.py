@@ -65,6 +65,7 @@ def fill(template: str, params: dict[str, Any], lang: str = "en") -> str:
              for key, value in params.items()}
     try:
         text = string.Formatter().vformat(template, (), _Lenient(words))
+        text = re.sub(r"\s+\(\s*\)", "", text)  # an empty fragment's parentheses (` ()`)
         text = re.sub(r"(?<=\S)  +(?=\S)", " ", text)  # an empty fragment's gap
         return re.sub(r"(?<=\S) +(?=[,;:.](\s|$))", "", text).strip()
     except (ValueError, TypeError, IndexError, KeyError):
@@ -87,13 +88,19 @@ def check_name(check_id: str, lang: str, **params: Any) -> str:
     return fill(template, {"function": function, **params}, lang)
 
 
-def word(finding: Finding, lang: str) -> Wording:
-    """Message, expected, got and hint for a failed finding."""
-    entry = catalog(lang)["messages"].get(finding.key)
+def word(finding: Finding, lang: str, *, lab: str = "") -> Wording:
+    """Message, expected, got and hint for a failed finding, in the words of `lab`.
+
+    Shared messages are written with the finding's own names (`{tensor}`); a lab may word
+    any part of one its own way (`[labs.optim.storage_replaced]`: the optimizer lab's hints
+    speak of `p.grad` and `lr`, which no other lab has), and a function its own hint
+    (`[hints] "softmax_.values_mismatch"`)."""
+    words = catalog(lang)
+    entry = words["messages"].get(finding.key)
     if entry is None:
         return Wording(finding.key, "", "", "")
-    # A function may have its own hint for a finding (`[hints] "softmax_.values_mismatch"`).
-    hint = catalog(lang).get("hints", {}).get(f"{finding.params.get('function')}.{finding.key}",
-                                             entry["hint"])
+    entry = {**entry, **words.get("labs", {}).get(lab, {}).get(finding.key, {})}
+    hint = words.get("hints", {}).get(f"{finding.params.get('function')}.{finding.key}",
+                                      entry["hint"])
     return Wording(*(fill(text, finding.params, lang)
                      for text in (entry["summary"], entry["expected"], entry["got"], hint)))

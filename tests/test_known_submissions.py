@@ -98,3 +98,34 @@ def test_every_check_is_failed_by_a_mistake_and_passed_by_an_alternative(
     assert never_failed == [], f"checks that no known mistake fails: {never_failed}"
     never_passed = sorted(ids - passed_by_alternative)
     assert never_passed == [], f"checks that no correct idiom passes: {never_passed}"
+
+
+# Words that belong to one lab's functions only: another lab's feedback never uses them.
+OPTIM_WORDS = [r"p\.grad", r"\blr\b", r"alpha=-lr", r"`p`", r"\bp\.data\b", r"\bp\.add_",
+               r"the parameter\b", r"\boptimizer\b"]
+FOREIGN_WORDS = {
+    "optim": [r"`x`", r"`t`", r"\bx\.", r"\brelu_", r"\bsoftmax_", r"\bleaf\."],
+    "tensor_ops": [*OPTIM_WORDS, r"\bleaf\b", r"`t`"],
+    "autograd": OPTIM_WORDS,
+}
+
+
+@pytest.mark.parametrize("lab", sorted({p.parent.name for p in CASES}))
+def test_feedback_speaks_only_of_its_own_lab(lab: str, sandbox: Sandbox) -> None:
+    """Every failed check of every known mistake of `lab` is worded in that lab's names: no
+    `p.grad` or `lr` hint for a tensor_ops function, no `x` for an optimizer."""
+    import re
+
+    foreign = re.compile("|".join(FOREIGN_WORDS[lab]))
+    strays = []
+    for path in (p for p in CASES if p.parent.name == lab and expected_failures(p)):
+        for check in graded(path, sandbox).checks:
+            if check.status != "failed" or check.kind == "runtime":
+                continue
+            # An exception's own text (torch's words, quoted) is not the grader's.
+            quoted = " raised " in check.message
+            for text in ([] if quoted else [check.message, check.got]) + [check.expected,
+                                                                          check.hint]:
+                if found := foreign.search(text):
+                    strays.append(f"{path.stem} {check.id}: {found.group()!r} in {text!r}")
+    assert not strays, "\n".join(strays[:20])

@@ -335,11 +335,20 @@ def _witness_trajectory(steps: list[dict[str, Any]], memory: list[torch.Tensor])
 def judge_sgd_step_values(evidence: Evidence) -> Finding:
     findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
     for case, index, obs in _sgd_step_params(evidence):
-        findings.append(_values_finding(obs["values"], _sgd_step_expected(case)[index],
-                                        tensor=f"params[{index}]",
-                                        where=phrase("dtype_lr", dtype=case["dtype"],
-                                                     lr=case["lr"])))
+        where = phrase("dtype_lr", dtype=case["dtype"], lr=case["lr"])
+        found = _values_finding(obs["values"], _sgd_step_expected(case)[index],
+                                tensor=f"params[{index}]", where=where)
+        if not found.passed and same_values(obs["values"], _sgd_step_start(case)[index]):
+            # The caller's parameter never got any values: no formula hint for that.
+            found = fail("not_written", function="sgd_step", tensor=f"params[{index}]",
+                         where=where, why=phrase("unwritten_param"))
+        findings.append(found)
     return first_failure(findings)
+
+
+@cached_by_content
+def _sgd_step_start(case: Case) -> tuple[torch.Tensor, ...]:
+    return tuple(p.detach() for p in build_params(case, "cpu"))
 
 
 def judge_sgd_step_storage(evidence: Evidence) -> Finding:

@@ -11,7 +11,7 @@ import torch
 
 from grader.checks.allocation import judge_allocations
 from grader.checks.errors import error_finding
-from grader.checks.findings import PASS, Finding, fail, first_failure, phrase
+from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
@@ -249,14 +249,37 @@ def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
             if found["reason"] == "shape":
                 findings.append(fail("shape_mismatch", tensor=tensor, where=_describe(case),
                                      expected=found["expected_shape"], got=found["actual_shape"]))
+            elif (why := unwritten(case, observed)) is not None:
+                # The numbers may well be right: the caller's tensor never got them.
+                findings.append(fail("not_written", function=function,
+                                     tensor=_first_arg(function), where=_describe(case),
+                                     why=why))
             else:
-                key = "view_not_written" if through_base and same_values(
-                    observed["base_values"], _original_base(case)) else "values_mismatch"
-                findings.append(fail(key, function=function, tensor=tensor,
+                findings.append(fail("values_mismatch", function=function, tensor=tensor,
                                      where=_describe(case), **found))
         return first_failure(findings)
 
     return judge
+
+
+def unwritten(case: Case, observed: dict[str, Any]) -> Phrase | None:
+    """Why the caller's memory holds what it held before the call, or None if it changed.
+
+    Told apart from what the record shows, so the feedback names what broke the write: a
+    returned tensor of another dtype (`.float()`, `.to(...)`), another new tensor (an
+    out-of-place op, a rebound name), `x.data = ...` (the argument's memory replaced), or
+    writes into a copy the function made and dropped (`.contiguous()`, `.reshape()`,
+    `.clone()` copy a non-contiguous view)."""
+    if not same_values(observed["base_values"], _original_base(case)):
+        return None
+    if observed["state_after"]["ptr"] != observed["state_before"]["ptr"]:
+        return phrase("unwritten_data_replaced")
+    dtype = observed.get("returned_dtype") or ""
+    if not observed["returned_is_x"] and dtype and dtype != case["dtype"]:
+        return phrase("unwritten_dtype", dtype=dtype, expected=case["dtype"])
+    if not observed["returned_is_x"] and observed["returned_type"] == "Tensor":
+        return phrase("unwritten_new_tensor")
+    return phrase("unwritten_copy")  # or nothing written at all: the memory cannot tell
 
 
 def _original_base(case: Case) -> torch.Tensor:

@@ -63,6 +63,8 @@ def probe_state(function: Any, case: Case, device: str, arena: Arena) -> dict[st
         "error": error,
         "returned_is_x": returned is x,
         "returned_type": type(returned).__name__,
+        "returned_dtype": str(returned.dtype).removeprefix("torch.")
+        if isinstance(returned, torch.Tensor) else "",
         "state_before": before,
         "state_after": tensors.state(x),
         "values": tensors.values(x),
