@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from grader import __version__, feedback
-from grader.checks.findings import Finding, fail
+from grader.checks.findings import Finding, Phrase, fail
 from grader.hidden import (
     HiddenFile,
     HiddenFileError,
@@ -388,7 +388,7 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
                     if finding.key == "raised":
                         crashed.add((check.id, task.device))
                     results.append(_result(check, task.device, finding, rubric, lang, plan,
-                                           lab=lab.name))
+                                           lab=lab))
         if hidden_ran is None:
             continue
         secret = hidden_ran[index]
@@ -411,7 +411,7 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
         not_implemented = bool(unit_keys) and all(k == "not_implemented" for k in unit_keys)
         results += [
             _result(check, "cpu", fail("not_implemented", function=function) if not_implemented
-                    else _judge(check, shared), rubric, lang, plan, lab=lab.name)
+                    else _judge(check, shared), rubric, lang, plan, lab=lab)
             for check in lab.checks_for(function)
             if not check.per_device and _enabled(check, rubric)
         ]
@@ -482,6 +482,27 @@ def calls_into_failures(results: list[CheckResult], calls: dict[str, list[str]],
     return settled
 
 
+def named_cases(finding: Finding, lab: Lab, function: str, lang: str) -> Finding:
+    """The finding with each case id it names (`case=`, in its phrases too) replaced by the
+    case in words (Lab.describe_case): "3 float32 parameters, one with no gradient", not
+    `mixed`. An id that is not one of the lab's cases (a hidden case's own name) stays."""
+    cases = {case["id"]: case for case in lab.cases(function)}
+
+    def words(params: dict[str, Any]) -> dict[str, Any]:
+        named = {}
+        for key, value in params.items():
+            if isinstance(value, Phrase):
+                value = Phrase(value.key, words(value.params))
+            elif key == "case" and isinstance(value, str) and value in cases:
+                described = [feedback.fill_phrase(p, lang)
+                             for p in lab.describe_case(cases[value])]
+                value = ", ".join(described) or value
+            named[key] = value
+        return named
+
+    return Finding(finding.passed, finding.key, words(finding.params), finding.debug)
+
+
 def _check_or_none(lab: Lab, check_id: str) -> CheckSpec | None:
     return next((c for c in lab.checks if c.id == check_id), None)
 
@@ -507,12 +528,12 @@ def _hidden_results(lab: Lab, function: str, evidence: Evidence, plan: HiddenPla
                          plan=(variant.judged_case,))
         finding = rename_case(_judge(check, alone), variant.judged_case["id"], variant.name)
         results.append(_hidden_result(check, variant, device, finding, rubric, lang,
-                                      lab=lab.name))
+                                      lab=lab))
     return results
 
 
 def _hidden_result(check: CheckSpec, variant: HiddenVariant, device: str, finding: Finding,
-                   rubric: Rubric, lang: str, *, lab: str = "") -> CheckResult:
+                   rubric: Rubric, lang: str, *, lab: Lab | None = None) -> CheckResult:
     result = _result(check, device, finding, rubric, lang, HiddenPlan(), lab=lab)
     return result.model_copy(update={
         "id": variant.check_id(check.id),
@@ -591,9 +612,12 @@ def _points(rubric: Rubric, check: CheckSpec) -> float:
 
 
 def _result(check: CheckSpec, device: str, finding: Finding, rubric: Rubric,
-            lang: str, plan: HiddenPlan, *, lab: str = "") -> CheckResult:
+            lang: str, plan: HiddenPlan, *, lab: Lab | None = None) -> CheckResult:
     points = _points(rubric, check)
-    wording = feedback.word(finding, lang, lab=lab) if not finding.passed else None
+    if lab is not None and not finding.passed:
+        finding = named_cases(finding, lab, check.function, lang)
+    wording = (feedback.word(finding, lang, lab=lab.name if lab else "")
+               if not finding.passed else None)
     return CheckResult(
         id=check.id, name=feedback.check_name(check.id, lang), function=check.function,
         kind=check.kind, device=device,  # type: ignore[arg-type]

@@ -72,6 +72,11 @@ def fill(template: str, params: dict[str, Any], lang: str = "en") -> str:
         return template  # a value of the wrong type for its format spec
 
 
+def fill_phrase(value: Phrase, lang: str) -> str:
+    """A phrase in `lang`, its own phrases filled in."""
+    return _phrase(value, lang)
+
+
 def _phrase(value: Phrase, lang: str) -> str:
     return fill(catalog(lang)["phrases"].get(value.key, value.key), value.params, lang)
 

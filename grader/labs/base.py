@@ -10,7 +10,7 @@ from functools import cache, wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
-from grader.checks.findings import Finding
+from grader.checks.findings import Finding, Phrase
 from grader.models import CheckKind, Rubric
 
 if sys.version_info >= (3, 11):
@@ -119,6 +119,9 @@ class Lab:
         lambda function, case: [])
     apply_witness: Callable[[str, Case, dict[str, Any], list[Any]], str | None] = (
         lambda function, case, observed, memory: None)
+    # A case in a student's words, as phrases joined by commas: feedback names the input
+    # ("3 float32 parameters, one with no gradient"), never an id like `mixed`.
+    describe_case: Callable[[Case], list[Phrase]] = lambda case: []
 
     def rubric(self) -> Rubric:
         return _load_rubric(self.rubric_path)

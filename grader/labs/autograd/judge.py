@@ -611,6 +611,16 @@ def _checks() -> tuple[CheckSpec, ...]:
     return tuple(checks)
 
 
+
+def describe(case: Case) -> list[Any]:
+    """A case in a student's words: what the function received."""
+    if "kind" in case:
+        return [_kind(case)]
+    if "x_shape" in case:
+        x, w = ("×".join(map(str, case[key])) for key in ("x_shape", "w_shape"))
+        return [phrase("case_block", dtype=case["dtype"], x=x, w=w)]
+    return []
+
 LAB = Lab(
     name="autograd",
     filename="autograd_inplace.py",
@@ -622,4 +632,5 @@ LAB = Lab(
     validate_case=validate_case,
     witnessed=witnessed,
     apply_witness=apply_witness,
+    describe_case=describe,
 )

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from grader.checks.findings import Phrase, phrase
 from grader.labs.dtypes import DTYPES
 
 Case = dict[str, Any]
@@ -111,3 +112,25 @@ def witnessed(function: str, case: Case) -> list[tuple[str, tuple[int, ...]]]:
                 for shape, kind in zip(case["shapes"], case["grads"], strict=True)
                 if kind in WITNESSED_GRADS]
     return []
+
+
+def describe(case: Case) -> list[Phrase]:
+    """A case in a student's words (what feedback says instead of its id): the parameters'
+    dtype and each special gradient they hold, or the optimizer's configuration."""
+    probe = case["probe"]
+    if probe in ("trajectory", "validation", "optimizer_zero_grad"):
+        config = ", ".join(f"{key}={value}" for key, value in case["config"].items())
+        return [phrase(f"case_{probe}", cls=case["class"], config=config,
+                       steps=case.get("steps", 0))]
+    if case.get("measure") == "allocation":
+        return [phrase("case_large_param", dtype=case["dtype"],
+                       shape="×".join(map(str, case["shapes"][0])))]
+    words = [phrase("case_params", count=len(case["shapes"]), dtype=case["dtype"])]
+    words += [phrase(f"case_grad_{kind}") for kind in dict.fromkeys(case["grads"])
+              if kind != "normal"]
+    if case.get("iterable") == "generator":
+        words.append(phrase("case_generator"))
+    if probe == "zero_grad" and case.get("set_to_none") is not False:
+        words.append(phrase("case_set_to_none_default" if case.get("set_to_none") is None
+                            else "case_set_to_none"))
+    return words

@@ -25,6 +25,7 @@ from grader.labs.optim.cases import (
     Case,
     attach_grads,
     build_params,
+    describe,
     witnessed,
 )
 
@@ -155,14 +156,14 @@ def _errors(evidence: Evidence, function: str, case_ids: list[str]) -> Finding:
 
 
 def _values_finding(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str,
-                    where: str | Phrase = "") -> Finding:
+                    where: str | Phrase = "", function: str = "") -> Finding:
     found = mismatch(actual, expected.to(actual.dtype))
     if found is None:
         return PASS
     if found["reason"] == "shape":
         return fail("shape_mismatch", tensor=tensor, where=where,
                     expected=found["expected_shape"], got=found["actual_shape"])
-    return fail("values_mismatch", tensor=tensor, where=where, **found)
+    return fail("values_mismatch", tensor=tensor, where=where, function=function, **found)
 
 
 def _config_text(config: dict[str, Any]) -> str:
@@ -223,8 +224,9 @@ def judge_zero_grad_numerics(evidence: Evidence) -> Finding:
             continue
         values = obs["grad_values"]
         findings.append(_values_finding(values, torch.zeros_like(values),
-                                        tensor=f"params[{index}].grad",
-                                        where=phrase("grad_kind", kind=kind, case=case["id"])))
+                                        tensor=f"params[{index}].grad", function="zero_grad",
+                                        where=phrase("grad_kind", kind=phrase(f"grad_{kind}"),
+                                                     case=case["id"])))
     return first_failure(findings)
 
 
@@ -761,4 +763,5 @@ LAB = Lab(
     validate_case=validate_case,
     witnessed=witnessed,
     apply_witness=apply_witness,
+    describe_case=describe,
 )

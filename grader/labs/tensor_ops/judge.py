@@ -415,4 +415,5 @@ LAB = Lab(
     extra_case_keys={"base_shape": [4, 6]},
     witnessed=witnessed,
     apply_witness=apply_witness,
+    describe_case=lambda case: [_describe(case)],
 )
