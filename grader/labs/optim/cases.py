@@ -120,8 +120,11 @@ def describe(case: Case) -> list[Phrase]:
     probe = case["probe"]
     if probe in ("trajectory", "validation", "optimizer_zero_grad"):
         config = ", ".join(f"{key}={value}" for key, value in case["config"].items())
-        return [phrase(f"case_{probe}", cls=case["class"], config=config,
-                       steps=case.get("steps", 0))]
+        words = [phrase(f"case_{probe}", cls=case["class"], config=config,
+                        steps=case.get("steps", 0))]
+        if case.get("none_grads"):
+            words.append(phrase("case_none_grads"))
+        return words
     if case.get("measure") == "allocation":
         return [phrase("case_large_param", dtype=case["dtype"],
                        shape="×".join(map(str, case["shapes"][0])))]

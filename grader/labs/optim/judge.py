@@ -39,8 +39,11 @@ def _zero_grad_cases() -> list[Case]:
     base = {"probe": "zero_grad", "seed": 11, "dtype": "float32", "iterable": "list",
             "set_to_none": False}
     return [
-        {**base, "id": "mixed", "shapes": [[4, 3], [6], [2, 3, 4], [5, 2]],
-         "grads": ["normal", "none", "inf_nan", "noncontig"]},
+        {**base, "id": "mixed", "shapes": [[4, 3], [2, 3, 4], [5, 2]],
+         "grads": ["normal", "inf_nan", "noncontig"]},
+        # Each special input is a case of its own, read by its own check: a missing
+        # `if p.grad is None` guard costs that check, not every check of the function.
+        {**base, "id": "no_grad", "shapes": [[6], [3]], "grads": ["normal", "none"]},
         {**base, "id": "default", "set_to_none": None, "shapes": [[3, 2], [7]],
          "grads": ["normal", "normal"]},
         {**base, "id": "grad_fn", "shapes": [[3, 3], [4]], "grads": ["grad_fn", "normal"]},
@@ -55,7 +58,9 @@ def _sgd_step_cases() -> list[Case]:
     base = {"probe": "sgd_step", "seed": 23, "iterable": "list", "measure": "state"}
     return [
         {**base, "id": "float32", "dtype": "float32", "lr": 0.1,
-         "shapes": [[16, 8], [8], [3, 4, 5]], "grads": ["normal", "none", "noncontig"]},
+         "shapes": [[16, 8], [3, 4, 5]], "grads": ["normal", "noncontig"]},
+        {**base, "id": "no_grad", "dtype": "float32", "lr": 0.1, "shapes": [[8], [4]],
+         "grads": ["normal", "none"]},
         {**base, "id": "float64_generator", "dtype": "float64", "lr": 0.01,
          "iterable": "generator", "shapes": [[10], [2, 5]], "grads": ["normal", "normal"]},
         {**base, "id": "allocation", "dtype": "float32", "lr": 0.1, "measure": "allocation",
@@ -72,6 +77,7 @@ SGD_CONFIGS: dict[str, dict[str, Any]] = {
     "maximize": {"lr": 0.05, "momentum": 0.5, "weight_decay": 0.02, "maximize": True},
     "float64_all": {"lr": 0.02, "momentum": 0.8, "weight_decay": 0.05, "nesterov": True,
                     "maximize": True},
+    "skips_missing": {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.01},
 }
 ADAM_CONFIGS: dict[str, dict[str, Any]] = {
     "default": {"lr": 1e-2},
@@ -79,6 +85,7 @@ ADAM_CONFIGS: dict[str, dict[str, Any]] = {
     "betas_eps": {"lr": 5e-3, "betas": [0.8, 0.99], "eps": 1e-6},
     "float64": {"lr": 1e-2, "betas": [0.9, 0.95]},
     "small_grads": {"lr": 1e-2, "eps": 1e-6},
+    "skips_missing": {"lr": 1e-2, "weight_decay": 0.1},
 }
 # Gradients scaled down per config, so that where eps enters the update shows.
 GRAD_SCALES = {"small_grads": 1e-4}
@@ -113,8 +120,8 @@ def _optimizer_cases(cls: str, configs: dict[str, dict[str, Any]],
             "dtype": "float64" if name.startswith("float64") else "float32",
             "iterable": "generator" if name in ("plain", "default") else "list",
             "shapes": SHAPES, "steps": STEPS, "config": config,
-            "none_grads": [[1, 2], [1, 3]] if name in ("plain", "weight_decay", "betas_eps")
-            else [],
+            # Parameters without a gradient at some steps: a config of its own (see below).
+            "none_grads": [[1, 2], [1, 3]] if name == "skips_missing" else [],
             "zero_grads": [[0, 4]] if name == "weight_decay" else [],
             **({"grad_scale": GRAD_SCALES[name]} if name in GRAD_SCALES else {}),
         })
@@ -174,8 +181,19 @@ def _config_text(config: dict[str, Any]) -> str:
 # --- zero_grad -----------------------------------------------------------------------------
 
 def _in_place_wanted(case: Case, in_place: bool | None) -> bool:
-    """Whether a zero_grad case belongs to the group asked for (None: every case)."""
+    """Whether a zero_grad case belongs to the group asked for (None: every case). The
+    in-place cases with a parameter without a gradient are `missing_grads_stay_none`'s
+    alone: a missing guard raises there, and costs that check only."""
+    if _missing_guard_case(case):
+        return False
     return in_place is None or (case["set_to_none"] is not True) == in_place
+
+
+def _missing_guard_case(case: Case) -> bool:
+    """A case where a function without `if p.grad is None` raises."""
+    if case["probe"] == "trajectory":
+        return bool(case.get("none_grads"))
+    return "none" in case.get("grads", []) and case.get("set_to_none") is not True
 
 
 def _zero_grad_params(evidence: Evidence, *, in_place: bool | None = None):
@@ -242,11 +260,13 @@ def judge_zero_grad_history(evidence: Evidence) -> Finding:
 
 
 def judge_zero_grad_missing(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad",
-                        evidence.planned_ids(lambda c: "none" in c["grads"]))]
-    for case, index, kind, obs in _zero_grad_params(evidence):
-        if kind == "none" and not obs["grad_is_none"]:
-            findings.append(fail("grad_created", tensor=f"params[{index}].grad", case=case["id"]))
+    missing = evidence.planned(lambda c: "none" in c["grads"])
+    findings = [_errors(evidence, "zero_grad", [c["id"] for c in missing])]
+    for case in missing:
+        for index, obs in enumerate((evidence.cases.get(case["id"]) or {}).get("params", [])):
+            if case["grads"][index] == "none" and not obs["grad_is_none"]:
+                findings.append(fail("grad_created", tensor=f"params[{index}].grad",
+                                     case=case["id"]))
     return first_failure(findings)
 
 
@@ -279,7 +299,13 @@ def _sgd_step_expected(case: Case) -> tuple[torch.Tensor, ...]:
 
 
 def _is_state(case: Case) -> bool:
-    return case["measure"] == "state"
+    """A state case of sgd_step's checks; the one with a parameter without a gradient is
+    `skips_missing_grads`'s alone (a missing guard raises there)."""
+    return case["measure"] == "state" and not _missing_guard_case(case)
+
+
+def _is_missing_guard(case: Case) -> bool:
+    return case["measure"] == "state" and _missing_guard_case(case)
 
 
 def _sgd_step_params(evidence: Evidence):
@@ -351,6 +377,21 @@ def judge_sgd_step_values(evidence: Evidence) -> Finding:
 @cached_by_content
 def _sgd_step_start(case: Case) -> tuple[torch.Tensor, ...]:
     return tuple(p.detach() for p in build_params(case, "cpu"))
+
+
+def judge_sgd_step_skips_missing(evidence: Evidence) -> Finding:
+    """A parameter without a gradient is skipped, without raising: its values and its `grad`
+    (None) stay as they were. (How the others are updated is the other checks' business.)"""
+    cases = evidence.planned(_is_missing_guard)
+    findings = [_errors(evidence, "sgd_step", [c["id"] for c in cases])]
+    for case in cases:
+        start = _sgd_step_start(case)
+        for index, obs in enumerate((evidence.cases.get(case["id"]) or {}).get("params", [])):
+            if case["grads"][index] == "none" and not (
+                    same_values(obs["values"], start[index]) and obs["grad_untouched"]):
+                findings.append(fail("missing_grad_touched", function="sgd_step",
+                                     tensor=f"params[{index}]", case=case["id"]))
+    return first_failure(findings)
 
 
 def judge_sgd_step_storage(evidence: Evidence) -> Finding:
@@ -479,17 +520,30 @@ def _is_trajectory(case: Case) -> bool:
     return case["probe"] == "trajectory"
 
 
-def _all_step_params(evidence: Evidence):
+def _shared_trajectory(case: Case) -> bool:
+    """The trajectories the class-wide checks read: not the one with parameters without a
+    gradient, whose own trajectory check is what a missing guard costs."""
+    return _is_trajectory(case) and not _missing_guard_case(case)
+
+
+def _all_step_params(evidence: Evidence, *, missing_guard: bool = False):
+    """(case, step, index, observation) of the shared trajectories; with `missing_guard`,
+    also of the steps that ran without raising in the one with parameters without a
+    gradient (where per-parameter state shows)."""
     for case in evidence.planned(_is_trajectory):
+        if _missing_guard_case(case) and not missing_guard:
+            continue
         observed = evidence.cases.get(case["id"]) or {}
         for step, record in enumerate(observed.get("steps", [])):
+            if record.get("error") and _missing_guard_case(case):
+                break
             for index, obs in enumerate(record["params"]):
                 yield case, step, index, obs
 
 
 def _trajectory_errors(evidence: Evidence, cls: str) -> Finding:
     return first_failure([_trajectory_observed(evidence, c, cls)[0]
-                          for c in evidence.planned_ids(_is_trajectory)])
+                          for c in evidence.planned_ids(_shared_trajectory)])
 
 
 def judge_params_in_place(cls: str):
@@ -547,7 +601,7 @@ def judge_grad_untouched(cls: str):
 def judge_state(cls: str, keys: tuple[str, ...]):
     def judge(evidence: Evidence) -> Finding:
         findings = [_trajectory_errors(evidence, cls)]
-        for case, step, index, obs in _all_step_params(evidence):
+        for case, step, index, obs in _all_step_params(evidence, missing_guard=True):
             if cls == "SGD" and not case["config"].get("momentum"):
                 continue
             if not obs["had_grad"] and step == 0:
@@ -717,6 +771,8 @@ def _checks() -> tuple[CheckSpec, ...]:
                   shown_by=ZEROED),
         _signature_check("sgd_step"),
         CheckSpec("sgd_step.values", "numerics", judge_sgd_step_values),
+        CheckSpec("sgd_step.skips_missing_grads", "identity", judge_sgd_step_skips_missing,
+                  shown_by=SGD_STEP_DID),
         CheckSpec("sgd_step.same_storage", "storage", judge_sgd_step_storage,
                   shown_by=SGD_STEP_DID),
         CheckSpec("sgd_step.version_advances", "version", judge_sgd_step_version),
