@@ -28,15 +28,21 @@ from grader.labs.tensor_ops.cases import (
 
 FUNCTIONS = ("relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_")
 REDUCTIONS = ("normalize_", "standardize_", "softmax_")
+EDGE_LAYOUTS = ("zero_dim", "empty")
+VIEW_LAYOUTS = ("transpose", "stride", "slice3d", "large_transpose")
 
 # Per function: positional args ("X" is updated in place, "OTHER" the second tensor), the
 # variants graded (keyword arguments, shape of OTHER relative to X), and the special fills.
 SPECS: dict[str, dict[str, Any]] = {
     "relu_": {"args": ["X"], "variants": [{}], "fills": ["extremes"]},
+    # lo > hi: torch.clamp documents that every element becomes hi.
     "clamp_": {"args": ["X"], "fills": ["extremes"], "variants": [
-        {"kwargs": {"lo": -0.5}}, {"kwargs": {"hi": 0.3}}, {"kwargs": {"lo": -0.5, "hi": 0.5}}]},
+        {"kwargs": {"lo": -0.5}}, {"kwargs": {"hi": 0.3}}, {"kwargs": {"lo": -0.5, "hi": 0.5}},
+        {"kwargs": {"lo": 0.5, "hi": -0.5}}]},
+    # x broadcast to y from a row, a column or a 0-dim tensor; never the other way (rejects).
     "axpy_": {"args": ["X", 0.5, "OTHER"], "fills": [], "variants": [
-        {"other": "same"}, {"other": "row", "args": ["X", -2.0, "OTHER"]}, {"other": "scalar"}]},
+        {"other": "same"}, {"other": "row", "args": ["X", -2.0, "OTHER"]},
+        {"other": "column"}, {"other": "scalar"}]},
     "ema_update_": {"args": ["X", "OTHER", 0.9], "fills": [], "variants": [
         {"other": "same"}, {"other": "same", "args": ["X", "OTHER", 0.25]}]},
     "normalize_": {"args": ["X"], "fills": ["zero_rows"], "variants": [
@@ -59,6 +65,13 @@ def _case(function: str, group: str, number: int, *, dtype: str, layout: str, va
     kwargs = variant.get("kwargs", {})
     if "dim" in kwargs and len(shape) < 2:
         return None  # dim=0 is graded on 2-D inputs
+    if group in ("values", "half", "views"):
+        # Special inputs are cases of their own, read by a check of their own (edge_shapes,
+        # broadcasts_x): a function that raises on an empty tensor loses that check only.
+        if layout in EDGE_LAYOUTS:
+            group = "edges"
+        elif variant.get("other") not in (None, "same"):
+            group = "broadcast"
     case: Case = {
         "id": f"{group}.{number}", "group": group, "function": function, "dtype": dtype,
         "layout": layout, "fill": fill, "measure": measure,
@@ -74,6 +87,10 @@ def _case(function: str, group: str, number: int, *, dtype: str, layout: str, va
         if not shape:
             return None
         case["other_shape"] = shape[-1:]
+    elif other == "column":
+        if len(shape) < 2:
+            return None
+        case["other_shape"] = [*shape[:-1], 1]
     elif other == "scalar":
         case["other_shape"] = []
     return case
@@ -107,10 +124,15 @@ def _lab_cases(function: str) -> tuple[Case, ...]:
                     for layout in ("large", "large_transpose")]
     cases = [_case(function, group, number, **details)
              for number, (group, details) in enumerate(planned)]
-    if function == "clamp_":
+    if function == "clamp_":  # neither bound, like torch.clamp(x)
         cases.append({"id": "rejects", "group": "rejects", "function": function,
                       "dtype": "float32", "layout": "contiguous", "measure": "rejects",
                       "seed": 7, "args": ["X"], "kwargs": {}})
+    if function == "axpy_":  # an x that would grow y, which y.add_ refuses
+        cases.append({"id": "rejects", "group": "rejects", "function": function,
+                      "dtype": "float32", "layout": "contiguous", "measure": "rejects",
+                      "seed": 7, "args": ["X", 0.5, "OTHER"], "kwargs": {},
+                      "other_shape": [2, *LAYOUTS["contiguous"]]})
     unique: dict[str, Case] = {}
     for case in cases:
         if case is not None:
@@ -161,6 +183,8 @@ def _observed(evidence: Evidence, function: str, cases: list[Case]
 
 
 def _state_cases(evidence: Evidence) -> list[Case]:
+    """The ordinary inputs, which every property of the function is judged on; the special
+    ones (edges, broadcast) are read only by their own checks."""
     return _cases(evidence, "values", "half", "views")
 
 
@@ -230,15 +254,24 @@ def judge_version(function: str) -> Callable[[Evidence], Finding]:
     return judge
 
 
-def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
-    through_base = group == "views"
+SPECIAL_GROUPS = ("edges", "broadcast")
 
+
+def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
+    """The values of one group of cases. A special group (edges, broadcast) judges what is
+    special about it: it runs, and keeps the shape; its values are judged too, unless the
+    ordinary values already fail, so that one formula mistake costs one check."""
     def judge(evidence: Evidence) -> Finding:
+        formula_wrong = group in SPECIAL_GROUPS and not judge_values(function, "values")(
+            evidence).passed
         findings = []
         for case, observed, problem in _observed(evidence, function, _cases(evidence, group)):
             if not problem.passed:
                 return problem
             assert observed is not None
+            if formula_wrong and observed["values"].shape == expected(case)[0].shape:
+                continue
+            through_base = case["layout"] in VIEW_LAYOUTS  # the caller's memory is the base
             want_x, want_base = expected(case)
             got = observed["base_values"] if through_base else observed["values"]
             want = want_base if through_base else want_x
@@ -318,19 +351,29 @@ def judge_other_untouched(function: str) -> Callable[[Evidence], Finding]:
     return judge
 
 
-def judge_rejects(evidence: Evidence) -> Finding:
-    for case in _cases(evidence, "rejects"):
-        observed = evidence.cases.get(case["id"])
-        if observed is None:
-            return fail("no_observation", function="clamp_", case=case["id"])
-        raised = observed["raised"]
-        if raised is not None and raised["type"] == "NotImplementedError":
-            return fail("not_implemented", function="clamp_")
-        if raised is None or "Exception" not in raised["bases"]:
-            return fail("clamp_accepts_no_bounds", function="clamp_")
-        if not observed["untouched"]:
-            return fail("input_modified", function="clamp_", tensor="x", where="")
-    return PASS
+REJECTED = {"clamp_": "clamp_accepts_no_bounds", "axpy_": "axpy_accepts_wider_x"}
+
+
+def judge_rejects(function: str) -> Callable[[Evidence], Finding]:
+    """A call torch's own op refuses raises here too, leaving the argument as it was."""
+    def judge(evidence: Evidence) -> Finding:
+        for case in _cases(evidence, "rejects"):
+            observed = evidence.cases.get(case["id"])
+            if observed is None:
+                return fail("no_observation", function=function, case=case["id"])
+            raised = observed["raised"]
+            if raised is not None and raised["type"] == "NotImplementedError":
+                return fail("not_implemented", function=function)
+            if raised is None or "Exception" not in raised["bases"]:
+                return fail(REJECTED[function], function=function,
+                            x_shape=list(case.get("other_shape", [])),
+                            y_shape=LAYOUTS[case["layout"]])
+            if not observed["untouched"]:
+                return fail("input_modified", function=function,
+                            tensor=_first_arg(function), where="")
+        return PASS
+
+    return judge
 
 
 SIGNATURES: dict[str, list[tuple[str, str | None]]] = {
@@ -369,7 +412,7 @@ def validate_case(case: Case) -> None:
         raise ValueError(f"too many arguments for {function}")
     view_of(build_base(case, "cpu"), case["layout"])
     build_other(case, "cpu")
-    if case["group"] in ("values", "half", "views"):
+    if case["group"] in ("values", "half", "views", "edges", "broadcast"):
         expected(case)  # the reference writes into x: a result of another shape raises here
 
 
@@ -391,6 +434,8 @@ def _checks() -> tuple[CheckSpec, ...]:
             CheckSpec(f"{function}.values", "numerics", judge_values(function, "values")),
             CheckSpec(f"{function}.half_precision", "numerics", judge_values(function, "half")),
             CheckSpec(f"{function}.through_views", "numerics", judge_values(function, "views")),
+            CheckSpec(f"{function}.edge_shapes", "numerics", judge_values(function, "edges"),
+                      shown_by=did),
             CheckSpec(f"{function}.no_full_size_temporary", "allocation",
                       judge_allocation(function), shown_by=did),
         ]
@@ -399,7 +444,12 @@ def _checks() -> tuple[CheckSpec, ...]:
                                     judge_other_untouched(function),
                                     shown_by=did))
         if function == "clamp_":
-            checks.append(CheckSpec("clamp_.rejects_no_bounds", "api", judge_rejects))
+            checks.append(CheckSpec("clamp_.rejects_no_bounds", "api", judge_rejects(function)))
+        if function == "axpy_":
+            checks.append(CheckSpec("axpy_.broadcasts_x", "numerics",
+                                    judge_values(function, "broadcast"), shown_by=did))
+            checks.append(CheckSpec("axpy_.rejects_wider_x", "api", judge_rejects(function),
+                                    shown_by=did))
     return tuple(checks)
 
 

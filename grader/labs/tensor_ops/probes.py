@@ -106,9 +106,11 @@ def probe_allocation(function: Any, case: Case, device: str, arena: Arena) -> di
 
 
 def probe_rejects(function: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
-    """A call the function must refuse (clamp_ with neither bound), leaving `x` untouched."""
+    """A call the function must refuse (clamp_ with neither bound, axpy_ with an x that
+    would grow y), leaving `x` untouched."""
     x = build_base(case, device)
     values, version = tensors.values(x), tensors._version(x)
-    _, error = call_student(function, x, **case.get("kwargs", {}))
+    _, error = call_student(function, *build_args(case, x, build_other(case, device)),
+                            **case.get("kwargs", {}))
     return {"error": None, "raised": error,
             "untouched": tensors.same_values(x, values) and tensors._version(x) == version}
