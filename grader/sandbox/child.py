@@ -255,6 +255,11 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str]) -
     torch.set_num_threads(1)  # a forked child must not join the parent's OpenMP pool
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    # Memory from torch.empty is filled with NaN (deterministic mode; only warn where an op
+    # has no deterministic kernel): code that reads a buffer it never wrote fails every
+    # time, not only when the allocator happened to hand out non-zero memory.
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
     lab_probes = importlib.import_module(f"grader.labs.{job.lab}.probes")
     remaining = len(job.tasks) - first_task
     cuda = any(t.device == "cuda" for t in job.tasks[first_task:])

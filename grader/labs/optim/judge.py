@@ -65,6 +65,9 @@ def _sgd_step_cases() -> list[Case]:
          "iterable": "generator", "shapes": [[10], [2, 5]], "grads": ["normal", "normal"]},
         {**base, "id": "allocation", "dtype": "float32", "lr": 0.1, "measure": "allocation",
          "shapes": [[512, 512]], "grads": ["normal"]},
+        # Every dtype graded is measured: a `.float()` detour copies a float64 parameter only.
+        {**base, "id": "allocation_float64", "dtype": "float64", "lr": 0.01,
+         "measure": "allocation", "shapes": [[512, 512]], "grads": ["normal"]},
     ]
 
 
