@@ -29,6 +29,7 @@ from grader.hidden import (
 )
 from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name
 from grader.labs.base import CheckSpec, Evidence, Lab
+from grader.labs.records import MalformedRecord, checked
 from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
 from grader.sandbox import JobResult, Sandbox, TaskSpec
 from grader.submission import Submission, load_submission
@@ -246,6 +247,8 @@ def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
                            detail=outcome.detail)
         if problem is None and record is None:
             problem = fail("no_result", function=function)
+        if problem is None and record is not None:
+            problem = _malformed(lab, task, record)
         if problem is None and record is not None and task.witness is not None:
             problem = _witness_problem(lab, task, record["observations"]["cases"],
                                        job.witnessed[index])
@@ -260,6 +263,25 @@ class Graded(NamedTuple):
     probe_s: float  # seconds the submission's tasks ran
     protections: list[str]  # the layers in force
     integrity: list[str]  # the static integrity scan's findings
+
+
+def _malformed(lab: Lab, task: TaskSpec, record: dict[str, Any]) -> Finding | None:
+    """The child's record checked against its probes' types (labs/records.py): one of
+    another shape was changed on its way here (or the probe broke), which costs the
+    function, as a result the grader could not read."""
+    if lab.record_type is None:
+        return None
+    try:
+        observed = record["observations"]["cases"]
+        if not isinstance(observed, dict):
+            raise MalformedRecord("cases: not a mapping")
+        for case in task.cases:
+            if case["id"] not in observed:
+                raise MalformedRecord(f"{case['id']}: missing")
+            checked(lab.record_type(task.function, case), observed[case["id"]])
+    except (MalformedRecord, KeyError, TypeError) as exc:
+        return fail("no_result", function=task.function, debug=f"malformed record: {exc}")
+    return None
 
 
 def _witness_problem(lab: Lab, task: TaskSpec, observed: dict[str, Any],
@@ -543,12 +565,19 @@ def _hidden_result(check: CheckSpec, variant: HiddenVariant, device: str, findin
     })
 
 
+class JudgeError(RuntimeError):
+    """A judge raised on records already checked against their types: the grader's bug."""
+
+
 def _judge(check: CheckSpec, evidence: Evidence) -> Finding:
+    """The check's finding. The records were checked at the trust boundary (_malformed),
+    so an exception here is the grader's own: an internal error (exit 3), never feedback
+    that blames the student."""
     try:
         return check.judge(evidence)
-    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
-        # Observations of an unexpected shape come from a submission that broke the probe.
-        return fail("no_result", function=check.function, debug=repr(exc))
+    except Exception as exc:
+        raise JudgeError(f"check {check.id} raised {type(exc).__name__}: {exc} "
+                         "(a bug in the grader; please report it)") from exc
 
 
 def _ordered(lab: Lab, results: list[CheckResult]) -> list[CheckResult]:

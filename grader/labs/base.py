@@ -122,6 +122,9 @@ class Lab:
     # A case in a student's words, as phrases joined by commas: feedback names the input
     # ("3 float32 parameters, one with no gradient"), never an id like `mixed`.
     describe_case: Callable[[Case], list[Phrase]] = lambda case: []
+    # The type of the record a case's probe writes (labs/records.py): checked before any
+    # judge reads it, so a judge that raises is the grader's bug, not the student's.
+    record_type: Callable[[str, Case], Any] | None = None
 
     def rubric(self) -> Rubric:
         return _load_rubric(self.rubric_path)

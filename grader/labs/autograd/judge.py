@@ -24,6 +24,7 @@ from grader.labs.autograd.cases import (
     loss_weights,
     witnessed,
 )
+from grader.labs.autograd.records import record_type
 from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
 from grader.labs.dtypes import DTYPES
 
@@ -633,4 +634,5 @@ LAB = Lab(
     witnessed=witnessed,
     apply_witness=apply_witness,
     describe_case=describe,
+    record_type=record_type,
 )

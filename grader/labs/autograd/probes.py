@@ -92,8 +92,7 @@ def probe_add_or_copy(add_or_copy: Any, case: Case, device: str, arena: Arena) -
                    "result_is_tensor": isinstance(result, torch.Tensor)})
     if not isinstance(result, torch.Tensor):
         return record
-    record.update({"result_values": tensors.values(result),
-                   "result_state": tensors.state(result)})
+    record.update({"result_values": tensors.values(result)})
     if result.requires_grad and case["kind"] != "plain":
         record["backward_error"] = _backward(result, loss_weights(list(result.shape), case,
                                                                   device))
@@ -156,7 +155,7 @@ def probe_snapshot(snapshot: Any, case: Case, device: str, arena: Arena) -> dict
         record["result_type"] = type(out).__name__
         return record
     before = tensors.values(out)
-    record.update({"exact_type": type(out) is torch.Tensor, "values": before,
+    record.update({"values": before,
                    "shares_storage": _storage_ptr(out) == _storage_ptr(t),
                    "state": tensors.state(out)})
     with torch.no_grad():
@@ -173,7 +172,7 @@ def probe_alias(alias: Any, case: Case, device: str, arena: Arena) -> dict[str, 
     if error is not None or not isinstance(out, torch.Tensor):
         record["result_type"] = type(out).__name__
         return record
-    record.update({"exact_type": type(out) is torch.Tensor, "values": tensors.values(out),
+    record.update({"values": tensors.values(out),
                    "same_ptr": tensors._data_ptr(out) == tensors._data_ptr(t)
                    and _storage_ptr(out) == _storage_ptr(t),
                    "state": tensors.state(out)})

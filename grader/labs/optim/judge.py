@@ -28,6 +28,7 @@ from grader.labs.optim.cases import (
     describe,
     witnessed,
 )
+from grader.labs.optim.records import record_type
 
 SHAPES = [[6, 4], [4], [2, 3, 2]]
 STEPS = 12
@@ -823,4 +824,5 @@ LAB = Lab(
     witnessed=witnessed,
     apply_witness=apply_witness,
     describe_case=describe,
+    record_type=record_type,
 )

@@ -97,7 +97,7 @@ def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str,
     before = [None if g is None else tensors.state(g) for g in grads]
     param_values = [tensors.values(p) for p in params]
     param_versions = [tensors._version(p) for p in params]
-    returned, error = call_student(zero_grad, _iterable(params, case["iterable"]),
+    _, error = call_student(zero_grad, _iterable(params, case["iterable"]),
                             **_kwargs(case, "set_to_none"))
     after = []
     for index, p in enumerate(params):
@@ -112,7 +112,7 @@ def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str,
             "param_unchanged": tensors.same_values(p, param_values[index])
             and tensors._version(p) == param_versions[index],
         })
-    return {"error": error, "returned_none": returned is None, "params": after}
+    return {"error": error, "params": after}
 
 
 # --- sgd_step ----------------------------------------------------------------------------
@@ -142,7 +142,7 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str,
     grad_states = [None if g is None else tensors.state(g) for g in grads]
     aliases = [tensors._detach(p) for p in params]
     before = [tensors.state(p) for p in params]
-    returned, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
+    _, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
     after = []
     for index, p in enumerate(params):
         grad = p.grad
@@ -154,7 +154,7 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str,
             "grad_untouched": _grad_untouched(grad, grads[index], grad_values[index],
                                               grad_states[index]),
         })
-    return {"error": error, "returned_none": returned is None, "params": after}
+    return {"error": error, "params": after}
 
 
 def _grad_untouched(grad: torch.Tensor | None, original: torch.Tensor | None,

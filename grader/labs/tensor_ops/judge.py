@@ -25,6 +25,7 @@ from grader.labs.tensor_ops.cases import (
     view_of,
     witnessed,
 )
+from grader.labs.tensor_ops.records import record_type
 
 FUNCTIONS = ("relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_")
 REDUCTIONS = ("normalize_", "standardize_", "softmax_")
@@ -472,4 +473,5 @@ LAB = Lab(
     witnessed=witnessed,
     apply_witness=apply_witness,
     describe_case=lambda case: [_describe(case)],
+    record_type=record_type,
 )

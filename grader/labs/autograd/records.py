@@ -1,0 +1,102 @@
+"""The records of lab autograd's probes (probes.py writes them, judge.py reads them). Keys a
+probe writes only once the call got that far are NotRequired: a judge reads them after
+checking what came before (an error, the kind of result)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter, with_config
+from typing_extensions import NotRequired, TypedDict
+
+from grader.labs.records import (
+    STRICT,
+    AllocationRecord,
+    ErrorRecord,
+    Failed,
+    Tensor,
+    TensorState,
+)
+
+
+@with_config(STRICT)
+class UpdateLeafRecord(TypedDict):
+    error: ErrorRecord | None
+    returned_is_leaf: bool
+    state_before: TensorState
+    state_after: TensorState
+    values: Tensor
+    alias_values: Tensor
+    grad_kept: bool
+
+
+@with_config(STRICT)
+class AddOrCopyRecord(TypedDict):
+    error: ErrorRecord | None
+    t_untouched: bool
+    t_version_advanced: bool
+    shape_of_return: NotRequired[str]
+    return_kind: NotRequired[str]
+    flag: NotRequired[bool | str]
+    result_is_t: NotRequired[bool]
+    result_is_tensor: NotRequired[bool]
+    result_values: NotRequired[Tensor]
+    backward_error: NotRequired[ErrorRecord | None]
+    leaf_grad: NotRequired[Tensor | None]
+
+
+@with_config(STRICT)
+class BlockRecord(TypedDict):
+    error: ErrorRecord | None
+    value_type: NotRequired[str]
+    value: NotRequired[Tensor]
+    backward_error: NotRequired[ErrorRecord | None]
+    x_grad: NotRequired[Tensor | None]
+    w_grad: NotRequired[Tensor | None]
+    inputs_untouched: bool
+
+
+@with_config(STRICT)
+class GradcheckRecord(TypedDict):
+    error: None
+    gradcheck: bool
+    gradcheck_error: ErrorRecord | None
+
+
+@with_config(STRICT)
+class SnapshotRecord(TypedDict):
+    error: ErrorRecord | None
+    t_untouched: bool
+    result_type: NotRequired[str]
+    values: NotRequired[Tensor]
+    shares_storage: NotRequired[bool]
+    state: NotRequired[TensorState]
+    sees_later_writes: NotRequired[bool]
+
+
+@with_config(STRICT)
+class AliasRecord(TypedDict):
+    error: ErrorRecord | None
+    t_untouched: bool
+    result_type: NotRequired[str]
+    values: NotRequired[Tensor]
+    same_ptr: NotRequired[bool]
+    state: NotRequired[TensorState]
+    shares_version: NotRequired[bool]
+
+
+_TYPES: dict[str, TypeAdapter[Any]] = {
+    "update_leaf_": TypeAdapter(Failed | UpdateLeafRecord),
+    "add_or_copy": TypeAdapter(Failed | AddOrCopyRecord),
+    "fixed_block": TypeAdapter(Failed | BlockRecord),
+    "fixed_block.allocation": TypeAdapter(Failed | AllocationRecord),
+    "fixed_block.gradcheck": TypeAdapter(Failed | GradcheckRecord),
+    "snapshot": TypeAdapter(Failed | SnapshotRecord),
+    "alias": TypeAdapter(Failed | AliasRecord),
+}
+
+
+def record_type(function: str, case: dict[str, Any]) -> TypeAdapter[Any]:
+    """The type of the record `function`'s probe writes for `case`."""
+    measure = case.get("measure", "state")
+    return _TYPES[function if measure == "state" else f"{function}.{measure}"]
