@@ -11,8 +11,16 @@ from typing import Any
 import torch
 
 from grader.checks.allocation import full_size_temporaries
+from grader.checks.core import (
+    Selector,
+    every_case,
+    judge_cases,
+    plain_leaf,
+    storage_kept,
+    version_advanced,
+)
 from grader.checks.errors import error_finding
-from grader.checks.findings import PASS, Finding, fail, first_failure, phrase
+from grader.checks.findings import Finding, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
 from grader.labs.autograd.cases import (
@@ -25,7 +33,7 @@ from grader.labs.autograd.cases import (
     witnessed,
 )
 from grader.labs.autograd.records import record_type
-from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
+from grader.labs.base import CheckSpec, Lab, cached_by_content, signature_judge
 from grader.labs.dtypes import DTYPES
 
 FUNCTIONS = ("update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias")
@@ -95,13 +103,6 @@ def _lab_cases(function: str) -> tuple[Case, ...]:
 
 def lab_cases(function: str) -> list[Case]:
     return list(_lab_cases(function))
-
-
-Selector = Callable[[Case], bool]
-
-
-def _every(case: Case) -> bool:
-    return True
 
 
 def _group(name: str) -> Selector:
@@ -174,39 +175,6 @@ def _expected_block(case: Case) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
 
 # --- judging helpers ---------------------------------------------------------------------------
 
-def _each(evidence: Evidence, function: str, cases: list[Case], *, allow_error: bool = False):
-    """(case, observation) pairs; stops at the first case that raised, returning its finding."""
-    for case in cases:
-        observed = evidence.cases.get(case["id"])
-        if observed is None:
-            yield case, None, fail("no_observation", function=function, case=case["id"])
-            return
-        if observed.get("error") and not allow_error:
-            yield case, observed, error_finding(observed["error"], function=function,
-                                                case_id=case["id"])
-            return
-        yield case, observed, PASS
-
-
-def _judge_cases(function: str, cases: Selector,
-                 rule: Callable[[Case, dict[str, Any]], Finding | None],
-                 *, allow_error: bool = False) -> Callable[[Evidence], Finding]:
-    """A judge that applies `rule` to each selected case's observation; the first failure
-    wins."""
-    def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _each(evidence, function, evidence.planned(cases),
-                                             allow_error=allow_error):
-            if not problem.passed:
-                return problem
-            assert observed is not None
-            finding = rule(case, observed)
-            if finding is not None and not finding.passed:
-                return finding
-        return PASS
-
-    return judge
-
-
 def _kind(case: Case) -> Any:
     """What the function received, as a noun phrase ("float32 leaf that requires grad")."""
     return phrase(f"kind_{case.get('kind', 'leaf')}", dtype=case["dtype"])
@@ -251,27 +219,17 @@ def _update_identity(case: Case, obs: dict[str, Any]) -> Finding | None:
 
 
 def _update_storage(case: Case, obs: dict[str, Any]) -> Finding | None:
-    if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
-        return fail("storage_replaced", function="update_leaf_", tensor="leaf", where="")
-    if not torch.equal(obs["alias_values"].nan_to_num(), obs["values"].nan_to_num()):
-        return fail("writes_elsewhere", function="update_leaf_", tensor="leaf")
-    return None
+    return storage_kept("update_leaf_", "leaf", obs["state_before"], obs["state_after"],
+                        obs["alias_values"], obs["values"], where=_kind(case))
 
 
 def _update_version(case: Case, obs: dict[str, Any]) -> Finding | None:
-    if obs["state_after"]["version"] <= obs["state_before"]["version"]:
-        return fail("version_unchanged", function="update_leaf_", tensor="leaf",
-                    version=obs["state_before"]["version"], where="")
-    return None
+    return version_advanced("update_leaf_", "leaf", obs["state_before"], obs["state_after"],
+                            where=_kind(case))
 
 
 def _update_history(case: Case, obs: dict[str, Any]) -> Finding | None:
-    after = obs["state_after"]
-    if not (after["is_leaf"] and after["requires_grad"] and after["grad_fn"] is None):
-        return fail("param_history", function="update_leaf_", tensor="leaf",
-                    is_leaf=after["is_leaf"], requires_grad=after["requires_grad"],
-                    grad_fn=after["grad_fn"] or "None")
-    return None
+    return plain_leaf("update_leaf_", "leaf", obs["state_after"])
 
 
 def _update_grad(case: Case, obs: dict[str, Any]) -> Finding | None:
@@ -555,7 +513,7 @@ def _checks() -> tuple[CheckSpec, ...]:
              rule: Callable[[Case, dict[str, Any]], Finding | None], *,
              shown_by: tuple[str, ...] = (), **options: Any) -> CheckSpec:
         function = check_id.split(".")[0]
-        return CheckSpec(check_id, kind, _judge_cases(function, cases, rule, **options),
+        return CheckSpec(check_id, kind, judge_cases(function, cases, rule, **options),
                          shown_by=shown_by)
 
     allowed, forbidden, errors = _group("allowed"), _group("forbidden"), _group("error")
@@ -566,16 +524,16 @@ def _checks() -> tuple[CheckSpec, ...]:
                         signature_judge(f, kind="function", parameters=SIGNATURES[f]),
                         per_device=False) for f in FUNCTIONS]
     checks += [
-        spec("update_leaf_.returns_leaf", "identity", _every, _update_identity,
+        spec("update_leaf_.returns_leaf", "identity", every_case, _update_identity,
              shown_by=leaf_did),
-        spec("update_leaf_.same_memory", "storage", _every, _update_storage,
+        spec("update_leaf_.same_memory", "storage", every_case, _update_storage,
              shown_by=leaf_did),
-        spec("update_leaf_.version_advances", "version", _every, _update_version),
-        spec("update_leaf_.no_history", "autograd", _every, _update_history,
+        spec("update_leaf_.version_advances", "version", every_case, _update_version),
+        spec("update_leaf_.no_history", "autograd", every_case, _update_history,
              shown_by=leaf_did),
-        spec("update_leaf_.keeps_grad", "side_effect", _every, _update_grad,
+        spec("update_leaf_.keeps_grad", "side_effect", every_case, _update_grad,
              shown_by=leaf_did),
-        spec("update_leaf_.values", "numerics", _every, _update_values),
+        spec("update_leaf_.values", "numerics", every_case, _update_values),
         spec("add_or_copy.returns_pair", "api", both, _returns_tuple),
         spec("add_or_copy.in_place_when_allowed", "identity", allowed, _add_in_place,
              shown_by=("add_or_copy.values", "add_or_copy.version_advances")),
@@ -597,16 +555,16 @@ def _checks() -> tuple[CheckSpec, ...]:
              shown_by=("fixed_block.values_and_gradients", "fixed_block.backward_runs")),
         spec("fixed_block.keeps_safe_in_place", "allocation", _block_cases("allocation"),
              _block_allocation),
-        spec("snapshot.values", "numerics", _every, _copy_values("snapshot")),
-        spec("snapshot.own_memory", "storage", _every, _snap_storage),
-        spec("snapshot.no_autograd_link", "autograd", _every, _no_link("snapshot")),
-        spec("snapshot.t_untouched", "side_effect", _every, _t_untouched("snapshot"),
+        spec("snapshot.values", "numerics", every_case, _copy_values("snapshot")),
+        spec("snapshot.own_memory", "storage", every_case, _snap_storage),
+        spec("snapshot.no_autograd_link", "autograd", every_case, _no_link("snapshot")),
+        spec("snapshot.t_untouched", "side_effect", every_case, _t_untouched("snapshot"),
              shown_by=("snapshot.values", "snapshot.own_memory")),
-        spec("alias.values", "numerics", _every, _copy_values("alias")),
-        spec("alias.same_memory", "storage", _every, _alias_storage),
-        spec("alias.shares_version", "version", _every, _alias_version),
-        spec("alias.no_history", "autograd", _every, _no_link("alias")),
-        spec("alias.t_untouched", "side_effect", _every, _t_untouched("alias"),
+        spec("alias.values", "numerics", every_case, _copy_values("alias")),
+        spec("alias.same_memory", "storage", every_case, _alias_storage),
+        spec("alias.shares_version", "version", every_case, _alias_version),
+        spec("alias.no_history", "autograd", every_case, _no_link("alias")),
+        spec("alias.t_untouched", "side_effect", every_case, _t_untouched("alias"),
              shown_by=("alias.values", "alias.same_memory")),
     ]
     return tuple(checks)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from grader.checks.allocation import judge_allocations
-from grader.checks.errors import error_finding
+from grader.checks.core import Selector, each_case
 from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
@@ -173,34 +173,20 @@ def _describe(case: Case) -> Any:
                   fill=phrase(f"fill_{case['fill']}"), details=details)
 
 
-def _observed(evidence: Evidence, function: str, cases: list[Case]
-              ) -> Iterator[tuple[Case, dict[str, Any] | None, Finding]]:
-    """(case, observation, problem) where problem is a failed finding if the call raised."""
-    for case in cases:
-        observed = evidence.cases.get(case["id"])
-        if observed is None:
-            yield case, None, fail("no_observation", function=function, case=case["id"])
-        elif observed.get("error"):
-            finding = error_finding(observed["error"], function=function, case_id=case["id"])
-            yield case, observed, Finding(False, finding.key,
-                                          {**finding.params, "case": _describe(case)},
-                                          finding.debug)
-        else:
-            yield case, observed, PASS
+def _in(*groups: str) -> Selector:
+    return lambda case: case["group"] in groups
 
 
-def _state_cases(evidence: Evidence) -> list[Case]:
-    """The ordinary inputs, which every property of the function is judged on; the special
-    ones (edges, broadcast) are read only by their own checks."""
-    return _cases(evidence, "values", "half", "views")
+# The ordinary inputs, which every property of the function is judged on; the special ones
+# (edges, broadcast) are read only by their own checks.
+_ordinary = _in("values", "half", "views")
 
 
 def judge_identity(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _observed(evidence, function, _state_cases(evidence)):
+        for case, observed, problem in each_case(evidence, function, _ordinary):
             if not problem.passed:
                 return problem
-            assert observed is not None
             if not observed["returned_is_x"]:
                 return fail("not_returned", function=function, where=_describe(case),
                             got=observed["returned_type"], tensor=_first_arg(function))
@@ -230,10 +216,9 @@ def apply_witness(function: str, case: Case, observed: dict[str, Any],
 
 def judge_storage(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _observed(evidence, function, _state_cases(evidence)):
+        for case, observed, problem in each_case(evidence, function, _ordinary):
             if not problem.passed:
                 return problem
-            assert observed is not None
             if case["layout"] == "empty":
                 continue
             if observed["state_after"]["ptr"] != observed["state_before"]["ptr"]:
@@ -248,10 +233,9 @@ def judge_storage(function: str) -> Callable[[Evidence], Finding]:
 
 def judge_version(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _observed(evidence, function, _state_cases(evidence)):
+        for case, observed, problem in each_case(evidence, function, _ordinary):
             if not problem.passed:
                 return problem
-            assert observed is not None
             before, after = observed["state_before"], observed["state_after"]
             if case["layout"] != "empty" and after["version"] <= before["version"]:
                 return fail("version_unchanged", function=function, tensor=_first_arg(function),
@@ -272,10 +256,9 @@ def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
         formula_wrong = group in SPECIAL_GROUPS and not judge_values(function, "values")(
             evidence).passed
         findings = []
-        for case, observed, problem in _observed(evidence, function, _cases(evidence, group)):
+        for case, observed, problem in each_case(evidence, function, _in(group)):
             if not problem.passed:
                 return problem
-            assert observed is not None
             if formula_wrong and observed["values"].shape == expected(case)[0].shape:
                 continue
             through_base = case["layout"] in VIEW_LAYOUTS  # the caller's memory is the base
@@ -330,11 +313,10 @@ def _original_base(case: Case) -> torch.Tensor:
 
 def judge_allocation(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _observed(evidence, function,
-                                                 _cases(evidence, "allocation")):
+        for case, observed, problem in each_case(evidence, function,
+                                                  _in("allocation")):
             if not problem.passed:
                 return problem
-            assert observed is not None
             finding = judge_allocations(observed, function=function, where=_describe(case),
                                         tensor=_first_arg(function))
             if not finding.passed:
@@ -346,10 +328,9 @@ def judge_allocation(function: str) -> Callable[[Evidence], Finding]:
 
 def judge_other_untouched(function: str) -> Callable[[Evidence], Finding]:
     def judge(evidence: Evidence) -> Finding:
-        for case, observed, problem in _observed(evidence, function, _state_cases(evidence)):
+        for case, observed, problem in each_case(evidence, function, _ordinary):
             if not problem.passed:
                 return problem
-            assert observed is not None
             if not observed["other_untouched"]:
                 return fail("input_modified", function=function, tensor=_second_arg(function),
                             where=_describe(case))
