@@ -5,6 +5,7 @@ Each judge is a pure function from `Evidence` to a `Finding`; points come from r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,18 @@ from typing import Any
 import torch
 
 from grader.checks.allocation import judge_allocations
+from grader.checks.core import (
+    Rule,
+    Selector,
+    first_of,
+    judge_cases,
+    plain_leaf,
+    storage_kept,
+    values_close,
+    version_advanced,
+)
 from grader.checks.errors import error_finding
-from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
+from grader.checks.findings import Finding, fail, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.policy import judge_policy
 from grader.checks.tensors import same_values
@@ -156,27 +167,6 @@ def lab_cases(function: str) -> list[Case]:
 
 # --- shared judging helpers ------------------------------------------------------------------
 
-def _errors(evidence: Evidence, function: str, case_ids: list[str]) -> Finding:
-    for case_id in case_ids:
-        observed = evidence.cases.get(case_id)
-        if observed is None:
-            return fail("no_observation", function=function, case=case_id)
-        if observed.get("error"):
-            return error_finding(observed["error"], function=function, case_id=case_id)
-    return PASS
-
-
-def _values_finding(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str,
-                    where: str | Phrase = "", function: str = "") -> Finding:
-    found = mismatch(actual, expected.to(actual.dtype))
-    if found is None:
-        return PASS
-    if found["reason"] == "shape":
-        return fail("shape_mismatch", tensor=tensor, where=where,
-                    expected=found["expected_shape"], got=found["actual_shape"])
-    return fail("values_mismatch", tensor=tensor, where=where, function=function, **found)
-
-
 def _config_text(config: dict[str, Any]) -> str:
     """Keyword arguments as code (`lr=0.1, momentum=0.9`): the same in every language."""
     return ", ".join(f"{key}={value}" for key, value in config.items())
@@ -200,96 +190,94 @@ def _missing_guard_case(case: Case) -> bool:
     return "none" in case.get("grads", []) and case.get("set_to_none") is not True
 
 
-def _zero_grad_params(evidence: Evidence, *, in_place: bool | None = None):
-    """(case, index, grad kind, observation) for every param of the relevant cases."""
-    for case in evidence.planned(lambda c: _in_place_wanted(c, in_place)):
-        observed = evidence.cases.get(case["id"]) or {}
-        for index, observation in enumerate(observed.get("params", [])):
-            yield case, index, case["grads"][index], observation
+def _zg_selector(in_place: bool | None) -> Selector:
+    return lambda case: _in_place_wanted(case, in_place)
 
 
-def _zg_cases(evidence: Evidence, in_place: bool | None) -> list[str]:
-    return evidence.planned_ids(lambda c: _in_place_wanted(c, in_place))
+def _per_grad(rule: Callable[[Case, int, str, dict[str, Any]], Finding | None]) -> Rule:
+    """A zero_grad rule applied to each parameter of a case: (case, index, grad kind, obs)."""
+    def per_case(case: Case, observed: dict[str, Any]) -> Finding | None:
+        return first_of(rule(case, index, case["grads"][index], obs)
+                        for index, obs in enumerate(observed.get("params", [])))
+
+    return per_case
 
 
-def judge_zero_grad_identity(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, True))]
-    for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
-        if kind != "none" and not obs["same_object"]:
-            findings.append(fail("grad_replaced", function="zero_grad",
-                                 tensor=f"params[{index}].grad", case=case["id"],
-                                 got=phrase("none" if obs["grad_is_none"] else "new_tensor")))
-    return first_failure(findings)
+def _zg_identity(case: Case, index: int, kind: str, obs: dict[str, Any]) -> Finding | None:
+    if kind != "none" and not obs["same_object"]:
+        return fail("grad_replaced", function="zero_grad", tensor=f"params[{index}].grad",
+                    case=case["id"], got=phrase("none" if obs["grad_is_none"] else "new_tensor"))
+    return None
 
 
-def judge_zero_grad_storage(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, True))]
-    for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
-        if kind == "none":
-            continue
-        # The grad's original memory must hold what the grad now holds (kept in place), or
-        # zeros (the old grad was zeroed, then replaced: the identity check reports that).
-        alias, now = obs["alias_values"], obs["grad_values"]
-        same_memory = (now is not None and obs["same_object"]
-                       and obs["state_after"]["ptr"] == obs["state_before"]["ptr"])
-        kept = same_values(alias, now) if same_memory else bool((alias == 0).all())
-        if not kept:
-            findings.append(fail("memory_not_zeroed", function="zero_grad",
-                                 tensor=f"params[{index}].grad", case=case["id"]))
-    return first_failure(findings)
+def _zg_storage(case: Case, index: int, kind: str, obs: dict[str, Any]) -> Finding | None:
+    """The grad's original memory holds what the grad now holds (kept in place), or zeros
+    (the old grad was zeroed, then replaced: the identity check reports that)."""
+    if kind == "none":
+        return None
+    alias, now = obs["alias_values"], obs["grad_values"]
+    same_memory = (now is not None and obs["same_object"] and obs["state_after"] is not None
+                   and obs["state_before"] is not None
+                   and obs["state_after"]["ptr"] == obs["state_before"]["ptr"])
+    kept = same_values(alias, now) if same_memory else bool((alias == 0).all())
+    if not kept:
+        return fail("memory_not_zeroed", function="zero_grad", tensor=f"params[{index}].grad",
+                    case=case["id"])
+    return None
 
 
-def judge_zero_grad_numerics(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, True))]
-    for case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
-        if kind == "none" or obs["grad_values"] is None:
-            continue
-        values = obs["grad_values"]
-        findings.append(_values_finding(values, torch.zeros_like(values),
-                                        tensor=f"params[{index}].grad", function="zero_grad",
-                                        where=phrase("grad_kind", kind=phrase(f"grad_{kind}"),
-                                                     case=case["id"])))
-    return first_failure(findings)
-
-
-def judge_zero_grad_history(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad",
-                        evidence.planned_ids(lambda c: "grad_fn" in c["grads"]))]
-    for _case, index, kind, obs in _zero_grad_params(evidence, in_place=True):
-        after = obs["state_after"]
-        if kind == "grad_fn" and after is not None and (after["grad_fn"] or after["requires_grad"]):
-            findings.append(fail("grad_keeps_history", tensor=f"params[{index}].grad",
-                                 grad_fn=after["grad_fn"] or "requires_grad=True"))
-    return first_failure(findings)
-
-
-def judge_zero_grad_missing(evidence: Evidence) -> Finding:
-    missing = evidence.planned(lambda c: "none" in c["grads"])
-    findings = [_errors(evidence, "zero_grad", [c["id"] for c in missing])]
-    for case in missing:
-        for index, obs in enumerate((evidence.cases.get(case["id"]) or {}).get("params", [])):
-            if case["grads"][index] == "none" and not obs["grad_is_none"]:
-                findings.append(fail("grad_created", tensor=f"params[{index}].grad",
+def _zg_numerics(case: Case, index: int, kind: str, obs: dict[str, Any]) -> Finding | None:
+    values = obs["grad_values"]
+    if kind == "none" or values is None:
+        return None
+    return values_close(values, torch.zeros_like(values), tensor=f"params[{index}].grad",
+                        function="zero_grad",
+                        where=phrase("grad_kind", kind=phrase(f"grad_{kind}"),
                                      case=case["id"]))
-    return first_failure(findings)
 
 
-def judge_zero_grad_to_none(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, False))]
-    for case, index, _kind, obs in _zero_grad_params(evidence, in_place=False):
-        if not obs["grad_is_none"]:
-            findings.append(fail("grad_not_none", tensor=f"params[{index}].grad",
-                                 case=case["id"]))
-    return first_failure(findings)
+def _zg_history(case: Case, index: int, kind: str, obs: dict[str, Any]) -> Finding | None:
+    after = obs["state_after"]
+    if kind == "grad_fn" and after is not None and (after["grad_fn"] or after["requires_grad"]):
+        return fail("grad_keeps_history", tensor=f"params[{index}].grad",
+                    grad_fn=after["grad_fn"] or "requires_grad=True")
+    return None
 
 
-def judge_zero_grad_params(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "zero_grad", _zg_cases(evidence, None))]
-    for case, index, _kind, obs in _zero_grad_params(evidence):
-        if not obs["param_unchanged"]:
-            findings.append(fail("param_changed", function="zero_grad",
-                                 tensor=f"params[{index}]", case=case["id"]))
-    return first_failure(findings)
+def _zg_missing(case: Case, index: int, kind: str, obs: dict[str, Any]) -> Finding | None:
+    if kind == "none" and not obs["grad_is_none"]:
+        return fail("grad_created", tensor=f"params[{index}].grad", case=case["id"])
+    return None
+
+
+def _zg_to_none(case: Case, index: int, kind: str, obs: dict[str, Any]) -> Finding | None:
+    if not obs["grad_is_none"]:
+        return fail("grad_not_none", tensor=f"params[{index}].grad", case=case["id"])
+    return None
+
+
+def _zg_params(case: Case, index: int, kind: str, obs: dict[str, Any]) -> Finding | None:
+    if not obs["param_unchanged"]:
+        return fail("param_changed", function="zero_grad", tensor=f"params[{index}]",
+                    case=case["id"])
+    return None
+
+
+judge_zero_grad_identity = judge_cases("zero_grad", _zg_selector(True),
+                                       _per_grad(_zg_identity))
+judge_zero_grad_storage = judge_cases("zero_grad", _zg_selector(True),
+                                      _per_grad(_zg_storage))
+judge_zero_grad_numerics = judge_cases("zero_grad", _zg_selector(True),
+                                       _per_grad(_zg_numerics))
+judge_zero_grad_history = judge_cases(
+    "zero_grad", lambda c: "grad_fn" in c["grads"] and _in_place_wanted(c, True),
+    _per_grad(_zg_history))
+judge_zero_grad_missing = judge_cases("zero_grad", lambda c: "none" in c["grads"],
+                                      _per_grad(_zg_missing))
+judge_zero_grad_to_none = judge_cases("zero_grad", _zg_selector(False),
+                                      _per_grad(_zg_to_none))
+judge_zero_grad_params = judge_cases("zero_grad", _zg_selector(None),
+                                     _per_grad(_zg_params))
 
 
 # --- sgd_step ------------------------------------------------------------------------------
@@ -310,13 +298,6 @@ def _is_state(case: Case) -> bool:
 
 def _is_missing_guard(case: Case) -> bool:
     return case["measure"] == "state" and _missing_guard_case(case)
-
-
-def _sgd_step_params(evidence: Evidence):
-    for case in evidence.planned(_is_state):
-        observed = evidence.cases.get(case["id"]) or {}
-        for index, obs in enumerate(observed.get("params", [])):
-            yield case, index, obs
 
 
 def apply_witness(function: str, case: Case, observed: dict[str, Any],
@@ -364,18 +345,27 @@ def _witness_trajectory(steps: list[dict[str, Any]], memory: list[torch.Tensor])
     return None
 
 
-def judge_sgd_step_values(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
-    for case, index, obs in _sgd_step_params(evidence):
-        where = phrase("dtype_lr", dtype=case["dtype"], lr=case["lr"])
-        found = _values_finding(obs["values"], _sgd_step_expected(case)[index],
-                                tensor=f"params[{index}]", where=where)
-        if not found.passed and same_values(obs["values"], _sgd_step_start(case)[index]):
-            # The caller's parameter never got any values: no formula hint for that.
-            found = fail("not_written", function="sgd_step", tensor=f"params[{index}]",
-                         where=where, why=phrase("unwritten_param"))
-        findings.append(found)
-    return first_failure(findings)
+def _per_param(rule: Callable[[Case, int, dict[str, Any]], Finding | None]) -> Rule:
+    """A rule applied to each parameter of a case: (case, index, observation)."""
+    def per_case(case: Case, observed: dict[str, Any]) -> Finding | None:
+        return first_of(rule(case, index, obs)
+                        for index, obs in enumerate(observed.get("params", [])))
+
+    return per_case
+
+
+def _sgd_values(case: Case, index: int, obs: dict[str, Any]) -> Finding | None:
+    where = phrase("dtype_lr", dtype=case["dtype"], lr=case["lr"])
+    found = values_close(obs["values"], _sgd_step_expected(case)[index],
+                         tensor=f"params[{index}]", where=where)
+    if found is not None and same_values(obs["values"], _sgd_step_start(case)[index]):
+        # The caller's parameter never got any values: no formula hint for that.
+        return fail("not_written", function="sgd_step", tensor=f"params[{index}]",
+                    where=where, why=phrase("unwritten_param"))
+    return found
+
+
+judge_sgd_step_values = judge_cases("sgd_step", _is_state, _per_param(_sgd_values))
 
 
 @cached_by_content
@@ -383,81 +373,53 @@ def _sgd_step_start(case: Case) -> tuple[torch.Tensor, ...]:
     return tuple(p.detach() for p in build_params(case, "cpu"))
 
 
-def judge_sgd_step_skips_missing(evidence: Evidence) -> Finding:
-    """A parameter without a gradient is skipped, without raising: its values and its `grad`
-    (None) stay as they were. (How the others are updated is the other checks' business.)"""
-    cases = evidence.planned(_is_missing_guard)
-    findings = [_errors(evidence, "sgd_step", [c["id"] for c in cases])]
-    for case in cases:
-        start = _sgd_step_start(case)
-        for index, obs in enumerate((evidence.cases.get(case["id"]) or {}).get("params", [])):
-            if case["grads"][index] == "none" and not (
-                    same_values(obs["values"], start[index]) and obs["grad_untouched"]):
-                findings.append(fail("missing_grad_touched", function="sgd_step",
-                                     tensor=f"params[{index}]", case=case["id"]))
-    return first_failure(findings)
+def _sgd_skips(case: Case, index: int, obs: dict[str, Any]) -> Finding | None:
+    """A parameter without a gradient is skipped, without raising: its values and its
+    `grad` (None) stay as they were. (How the others are updated is the other checks'.)"""
+    if case["grads"][index] == "none" and not (
+            same_values(obs["values"], _sgd_step_start(case)[index]) and obs["grad_untouched"]):
+        return fail("missing_grad_touched", function="sgd_step", tensor=f"params[{index}]",
+                    case=case["id"])
+    return None
 
 
-def judge_sgd_step_storage(evidence: Evidence) -> Finding:
-    """Same pointer, and the original memory (seen through an alias) holds the new values.
-
-    The alias catches a swap that reuses the address (`p.data = empty; p.data = new`); whether
-    the values are right is the numerics check's business.
-    """
-    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
-    for _case, index, obs in _sgd_step_params(evidence):
-        if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
-            findings.append(fail("storage_replaced", function="sgd_step",
-                                 tensor=f"params[{index}]"))
-        elif not same_values(obs["alias_values"], obs["values"]):
-            findings.append(fail("writes_elsewhere", function="sgd_step",
-                                 tensor=f"params[{index}]"))
-    return first_failure(findings)
+def _sgd_storage(case: Case, index: int, obs: dict[str, Any]) -> Finding | None:
+    """Same pointer, and the original memory (seen through an alias) holds the new values:
+    a swap that reuses the address (`p.data = empty; p.data = new`) fails too."""
+    return storage_kept("sgd_step", f"params[{index}]", obs["state_before"], obs["state_after"],
+                        obs["alias_values"], obs["values"])
 
 
-def judge_sgd_step_version(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
-    for case, index, obs in _sgd_step_params(evidence):
-        if case["grads"][index] == "none":
-            continue
-        if obs["state_after"]["version"] <= obs["state_before"]["version"]:
-            findings.append(fail("version_unchanged", function="sgd_step",
-                                 tensor=f"params[{index}]",
-                                 version=obs["state_before"]["version"]))
-    return first_failure(findings)
+def _sgd_version(case: Case, index: int, obs: dict[str, Any]) -> Finding | None:
+    if case["grads"][index] == "none":
+        return None
+    return version_advanced("sgd_step", f"params[{index}]", obs["state_before"],
+                            obs["state_after"])
 
 
-def _history_findings(function: str, observed_params: list[tuple[int, dict[str, Any]]]):
-    for index, obs in observed_params:
-        after = obs["state_after"]
-        if not (after["is_leaf"] and after["requires_grad"] and after["grad_fn"] is None):
-            yield fail("param_history", function=function, tensor=f"params[{index}]",
-                       is_leaf=after["is_leaf"], requires_grad=after["requires_grad"],
-                       grad_fn=after["grad_fn"] or "None")
+def _sgd_history(case: Case, index: int, obs: dict[str, Any]) -> Finding | None:
+    return plain_leaf("sgd_step", f"params[{index}]", obs["state_after"])
 
 
-def judge_sgd_step_autograd(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
-    findings += _history_findings("sgd_step", [(i, o) for _, i, o in _sgd_step_params(evidence)])
-    return first_failure(findings)
+def _sgd_grad(case: Case, index: int, obs: dict[str, Any]) -> Finding | None:
+    if not obs["grad_untouched"]:
+        return fail("grad_modified", function="sgd_step", tensor=f"params[{index}].grad")
+    return None
 
 
-def judge_sgd_step_allocation(evidence: Evidence) -> Finding:
-    cases = evidence.planned_ids(lambda c: c["measure"] == "allocation")
-    error = _errors(evidence, "sgd_step", cases)
-    if not error.passed:
-        return error
-    return first_failure([judge_allocations(evidence.cases[case_id], function="sgd_step",
-                                            tensor="params[0]") for case_id in cases])
+def _sgd_allocation(case: Case, observed: dict[str, Any]) -> Finding | None:
+    return judge_allocations(observed, function="sgd_step", tensor="params[0]",
+                             where=phrase("case_large_param", dtype=case["dtype"],
+                                          shape="×".join(map(str, case["shapes"][0]))))
 
 
-def judge_sgd_step_grad(evidence: Evidence) -> Finding:
-    findings = [_errors(evidence, "sgd_step", evidence.planned_ids(_is_state))]
-    for _case, index, obs in _sgd_step_params(evidence):
-        if not obs["grad_untouched"]:
-            findings.append(fail("grad_modified", function="sgd_step",
-                                 tensor=f"params[{index}].grad"))
-    return first_failure(findings)
+judge_sgd_step_skips_missing = judge_cases("sgd_step", _is_missing_guard, _per_param(_sgd_skips))
+judge_sgd_step_storage = judge_cases("sgd_step", _is_state, _per_param(_sgd_storage))
+judge_sgd_step_version = judge_cases("sgd_step", _is_state, _per_param(_sgd_version))
+judge_sgd_step_autograd = judge_cases("sgd_step", _is_state, _per_param(_sgd_history))
+judge_sgd_step_allocation = judge_cases("sgd_step", lambda c: c["measure"] == "allocation",
+                                        _sgd_allocation)
+judge_sgd_step_grad = judge_cases("sgd_step", _is_state, _per_param(_sgd_grad))
 
 
 # --- SGD and Adam --------------------------------------------------------------------------
@@ -475,49 +437,44 @@ def _trajectory_flat(case: Case) -> torch.Tensor:
     return torch.cat([p.reshape(-1) for step in _trajectory(case) for p in step])
 
 
-def _trajectory_observed(evidence: Evidence, case_id: str, cls: str) -> tuple[Finding, list]:
-    observed = evidence.cases.get(case_id)
-    if observed is None:
-        return fail("no_observation", function=cls, case=case_id), []
-    if observed.get("error"):
-        return error_finding(observed["error"], function=cls, case_id=case_id), []
-    for step, record in enumerate(observed["steps"]):
+def _step_error(cls: str, case: Case, steps: list[dict[str, Any]]) -> Finding | None:
+    """The finding of the first step that raised, naming the step, or None."""
+    for step, record in enumerate(steps):
         if record.get("error"):
-            finding = error_finding(record["error"], function=f"{cls}.step", case_id=case_id)
+            finding = error_finding(record["error"], function=f"{cls}.step", case_id=case["id"])
             return Finding(False, finding.key, {**finding.params, "step": step + 1},
-                           finding.debug), observed["steps"]
-    return PASS, observed["steps"]
+                           finding.debug)
+    return None
 
 
-def judge_trajectory(cls: str, name: str):
-    case_id = f"trajectory.{name}"
-
-    def judge(evidence: Evidence) -> Finding:
-        planned = evidence.planned(lambda c: c["id"] == case_id)
-        if not planned:
-            return PASS  # not in this plan (a hidden case of another config): nothing to judge
-        case = planned[0]
-        problem, steps = _trajectory_observed(evidence, case_id, cls)
-        if not problem.passed:
-            return problem
+def _trajectory_rule(cls: str) -> Rule:
+    def rule(case: Case, observed: dict[str, Any]) -> Finding | None:
+        steps = observed["steps"]
+        raised = _step_error(cls, case, steps)
+        if raised is not None:
+            return raised
         expected = _trajectory(case)
-        observed = [obs["values"].reshape(-1) for record in steps for obs in record["params"]]
-        if len(steps) == len(expected) and mismatch(
-                torch.cat(observed), _trajectory_flat(case)) is None:
-            return PASS  # every step at once; the loop below only locates a failure
+        flat = [obs["values"].reshape(-1) for record in steps for obs in record["params"]]
+        if len(steps) == len(expected) and mismatch(torch.cat(flat),
+                                                    _trajectory_flat(case)) is None:
+            return None  # every step at once; the loop below only locates a failure
         for step, record in enumerate(steps):
             for index, obs in enumerate(record["params"]):
-                want = expected[step][index]
-                found = _values_finding(obs["values"], want, tensor=f"params[{index}]",
-                                        where=phrase("at_step", step=step + 1))
-                if not found.passed:
-                    config = _config_text(case["config"])
+                found = values_close(obs["values"], expected[step][index],
+                                     tensor=f"params[{index}]",
+                                     where=phrase("at_step", step=step + 1))
+                if found is not None:
                     return Finding(False, "trajectory_mismatch",
-                                   {**found.params, "cls": cls, "config": config,
-                                    "step": step + 1})
-        return PASS
+                                   {**found.params, "cls": cls, "step": step + 1,
+                                    "config": _config_text(case["config"])})
+        return None
 
-    return judge
+    return rule
+
+
+def judge_trajectory(cls: str, name: str) -> Callable[[Evidence], Finding]:
+    """One configuration's trajectory (in a hidden plan of another config: nothing)."""
+    return judge_cases(cls, lambda c: c["id"] == f"trajectory.{name}", _trajectory_rule(cls))
 
 
 def _is_trajectory(case: Case) -> bool:
@@ -530,151 +487,130 @@ def _shared_trajectory(case: Case) -> bool:
     return _is_trajectory(case) and not _missing_guard_case(case)
 
 
-def _all_step_params(evidence: Evidence, *, missing_guard: bool = False):
-    """(case, step, index, observation) of the shared trajectories; with `missing_guard`,
-    also of the steps that ran without raising in the one with parameters without a
-    gradient (where per-parameter state shows)."""
-    for case in evidence.planned(_is_trajectory):
-        if _missing_guard_case(case) and not missing_guard:
-            continue
-        observed = evidence.cases.get(case["id"]) or {}
-        for step, record in enumerate(observed.get("steps", [])):
-            if record.get("error") and _missing_guard_case(case):
-                break
-            for index, obs in enumerate(record["params"]):
-                yield case, step, index, obs
+StepRule = Callable[[Case, int, int, dict[str, Any]], Finding | None]
 
 
-def _trajectory_errors(evidence: Evidence, cls: str) -> Finding:
-    return first_failure([_trajectory_observed(evidence, c, cls)[0]
-                          for c in evidence.planned_ids(_shared_trajectory)])
+def _each_step(cls: str, rule: StepRule) -> Rule:
+    """A rule applied to each parameter at each step: (case, step, index, observation). A
+    step that raised is that step's finding; in the trajectory with parameters without a
+    gradient (read by the state check only) the steps before it are judged, and its error
+    is the trajectory check's."""
+    def per_case(case: Case, observed: dict[str, Any]) -> Finding | None:
+        steps = observed["steps"]
+        raised = _step_error(cls, case, steps)
+        if raised is not None and not _missing_guard_case(case):
+            return raised
+        ran = [record for record in steps if not record.get("error")]
+        return first_of(rule(case, step, index, obs)
+                        for step, record in enumerate(ran)
+                        for index, obs in enumerate(record["params"]))
+
+    return per_case
 
 
-def judge_params_in_place(cls: str):
-    def judge(evidence: Evidence) -> Finding:
-        findings = [_trajectory_errors(evidence, cls)]
-        for case, step, index, obs in _all_step_params(evidence):
-            if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
-                findings.append(fail("storage_replaced", function=f"{cls}.step",
-                                     tensor=f"params[{index}]",
-                                     where=phrase("step_case", step=step + 1, case=case["id"])))
-        return first_failure(findings)
-
-    return judge
+def _class_check(cls: str, rule: StepRule, *, missing_guard: bool = False
+                 ) -> Callable[[Evidence], Finding]:
+    select = _is_trajectory if missing_guard else _shared_trajectory
+    return judge_cases(cls, select, _each_step(cls, rule))
 
 
-def judge_version(cls: str):
-    def judge(evidence: Evidence) -> Finding:
-        findings = [_trajectory_errors(evidence, cls)]
-        for _case, step, index, obs in _all_step_params(evidence):
-            if obs["had_grad"] and obs["state_after"]["version"] <= obs["state_before"]["version"]:
-                findings.append(fail("version_unchanged", function=f"{cls}.step",
-                                     tensor=f"params[{index}]",
-                                     version=obs["state_before"]["version"],
-                                     where=phrase("at_step", step=step + 1)))
-        return first_failure(findings)
+def judge_params_in_place(cls: str) -> Callable[[Evidence], Finding]:
+    def rule(case: Case, step: int, index: int, obs: dict[str, Any]) -> Finding | None:
+        if obs["state_after"]["ptr"] != obs["state_before"]["ptr"]:
+            return fail("storage_replaced", function=f"{cls}.step", tensor=f"params[{index}]",
+                        where=phrase("step_case", step=step + 1, case=case["id"]))
+        return None
 
-    return judge
+    return _class_check(cls, rule)
 
 
-def judge_history(cls: str):
-    def judge(evidence: Evidence) -> Finding:
-        findings = [_trajectory_errors(evidence, cls)]
-        findings += _history_findings(f"{cls}.step", [(i, o) for *_, i, o in
-                                                      _all_step_params(evidence)])
-        return first_failure(findings)
+def judge_version(cls: str) -> Callable[[Evidence], Finding]:
+    def rule(case: Case, step: int, index: int, obs: dict[str, Any]) -> Finding | None:
+        if not obs["had_grad"]:
+            return None
+        return version_advanced(f"{cls}.step", f"params[{index}]", obs["state_before"],
+                                obs["state_after"], where=phrase("at_step", step=step + 1))
 
-    return judge
-
-
-def judge_grad_untouched(cls: str):
-    def judge(evidence: Evidence) -> Finding:
-        findings = [_trajectory_errors(evidence, cls)]
-        for case, step, index, obs in _all_step_params(evidence):
-            if not obs["grad_untouched"]:
-                config = case["config"]
-                findings.append(fail("grad_modified", function=f"{cls}.step",
-                                     tensor=f"params[{index}].grad",
-                                     where=phrase("step_config", step=step + 1,
-                                                  config=_config_text(config))))
-        return first_failure(findings)
-
-    return judge
+    return _class_check(cls, rule)
 
 
-def judge_state(cls: str, keys: tuple[str, ...]):
-    def judge(evidence: Evidence) -> Finding:
-        findings = [_trajectory_errors(evidence, cls)]
-        for case, step, index, obs in _all_step_params(evidence, missing_guard=True):
-            if cls == "SGD" and not case["config"].get("momentum"):
-                continue
-            if not obs["had_grad"] and step == 0:
-                continue
-            state = obs["state"]
-            where = phrase("at_step", step=step + 1)
-            if state.get("missing"):
-                findings.append(fail("state_missing", cls=cls, key=keys[0], where=where))
-                continue
-            for key in keys:
-                entry = state.get(key)
-                if entry is None:
-                    findings.append(fail("state_missing", cls=cls, key=key, where=where))
-                elif not entry["same_object"]:
-                    findings.append(fail("state_replaced", cls=cls, key=key, where=where,
-                                         tensor=f"params[{index}]"))
-                elif not entry["same_ptr"]:
-                    findings.append(fail("state_storage_replaced", cls=cls, key=key,
-                                         where=where, tensor=f"params[{index}]"))
-            if cls == "Adam":
-                expected_steps = sum(
-                    1 for s in range(step + 1) if [index, s] not in case.get("none_grads", [])
-                )
-                if state.get("step") != float(expected_steps):
-                    findings.append(fail("state_step", cls=cls, expected=expected_steps,
-                                         got=state.get("step"), where=where))
-        return first_failure(findings)
+def judge_history(cls: str) -> Callable[[Evidence], Finding]:
+    def rule(case: Case, step: int, index: int, obs: dict[str, Any]) -> Finding | None:
+        return plain_leaf(f"{cls}.step", f"params[{index}]", obs["state_after"])
 
-    return judge
+    return _class_check(cls, rule)
 
 
-def judge_validation(cls: str):
-    def judge(evidence: Evidence) -> Finding:
-        for case in evidence.planned(lambda c: c["probe"] == "validation"):
-            observed = evidence.cases.get(case["id"])
-            if observed is None:
-                return fail("no_observation", function=cls, case=case["id"])
-            raised = observed.get("raised")
-            args = _config_text(case["config"])
-            if raised is not None and raised["type"] == "NotImplementedError":
-                return fail("not_implemented", function=cls)
-            if case["invalid"] and raised is None:
-                return fail("validation_missing", cls=cls, args=args)
-            if case["invalid"] and "ValueError" not in raised["bases"]:
-                return fail("validation_wrong_type", cls=cls, args=args,
-                            error_type=raised["type"])
-            if not case["invalid"] and raised is not None:
-                return fail("validation_spurious", cls=cls, args=args, error_type=raised["type"],
-                            error=raised["message"])
-        return PASS
+def judge_grad_untouched(cls: str) -> Callable[[Evidence], Finding]:
+    def rule(case: Case, step: int, index: int, obs: dict[str, Any]) -> Finding | None:
+        if not obs["grad_untouched"]:
+            return fail("grad_modified", function=f"{cls}.step", tensor=f"params[{index}].grad",
+                        where=phrase("step_config", step=step + 1,
+                                     config=_config_text(case["config"])))
+        return None
 
-    return judge
+    return _class_check(cls, rule)
 
 
-def judge_optimizer_zero_grad(cls: str):
-    def judge(evidence: Evidence) -> Finding:
-        for case_id in evidence.planned_ids(lambda c: c["probe"] == "optimizer_zero_grad"):
-            observed = evidence.cases.get(case_id)
-            if observed is None:
-                return fail("no_observation", function=cls, case=case_id)
-            if observed.get("error"):
-                return error_finding(observed["error"], function=cls, case_id=case_id)
-            if not observed["default_all_none"]:
-                return fail("optimizer_zero_grad_default", cls=cls)
-            if not observed["kept_and_zeroed"]:
-                return fail("optimizer_zero_grad_in_place", cls=cls)
-        return PASS
+def judge_state(cls: str, keys: tuple[str, ...]) -> Callable[[Evidence], Finding]:
+    """The state entries exist, keep their identity and memory; Adam counts each
+    parameter's own steps (read on the trajectory with parameters without a gradient too,
+    where a single shared count shows)."""
+    def rule(case: Case, step: int, index: int, obs: dict[str, Any]) -> Finding | None:
+        if (cls == "SGD" and not case["config"].get("momentum")) or (
+                not obs["had_grad"] and step == 0):
+            return None
+        state, where = obs["state"], phrase("at_step", step=step + 1)
+        if state.get("missing"):
+            return fail("state_missing", cls=cls, key=keys[0], where=where)
+        for key in keys:
+            entry = state.get(key)
+            if entry is None:
+                return fail("state_missing", cls=cls, key=key, where=where)
+            if not entry["same_object"]:
+                return fail("state_replaced", cls=cls, key=key, where=where,
+                            tensor=f"params[{index}]")
+            if not entry["same_ptr"]:
+                return fail("state_storage_replaced", cls=cls, key=key, where=where,
+                            tensor=f"params[{index}]")
+        if cls == "Adam":
+            expected_steps = sum(1 for s in range(step + 1)
+                                 if [index, s] not in case.get("none_grads", []))
+            if state.get("step") != float(expected_steps):
+                return fail("state_step", cls=cls, expected=expected_steps,
+                            got=state.get("step"), where=where)
+        return None
 
-    return judge
+    return _class_check(cls, rule, missing_guard=True)
+
+
+def judge_validation(cls: str) -> Callable[[Evidence], Finding]:
+    def rule(case: Case, observed: dict[str, Any]) -> Finding | None:
+        raised = observed.get("raised")
+        args = _config_text(case["config"])
+        if raised is not None and raised["type"] == "NotImplementedError":
+            return fail("not_implemented", function=cls)
+        if case["invalid"] and raised is None:
+            return fail("validation_missing", cls=cls, args=args)
+        if case["invalid"] and raised is not None and "ValueError" not in raised["bases"]:
+            return fail("validation_wrong_type", cls=cls, args=args, error_type=raised["type"])
+        if not case["invalid"] and raised is not None:
+            return fail("validation_spurious", cls=cls, args=args, error_type=raised["type"],
+                        error=raised["message"])
+        return None
+
+    return judge_cases(cls, lambda c: c["probe"] == "validation", rule)
+
+
+def judge_optimizer_zero_grad(cls: str) -> Callable[[Evidence], Finding]:
+    def rule(case: Case, observed: dict[str, Any]) -> Finding | None:
+        if not observed["default_all_none"]:
+            return fail("optimizer_zero_grad_default", cls=cls)
+        if not observed["kept_and_zeroed"]:
+            return fail("optimizer_zero_grad_in_place", cls=cls)
+        return None
+
+    return judge_cases(cls, lambda c: c["probe"] == "optimizer_zero_grad", rule)
 
 
 # --- api and policy --------------------------------------------------------------------------
