@@ -63,7 +63,7 @@ def main() -> None:
     from grader.checks.integrity import integrity_uses
     from grader.checks.policy import static_uses
     from grader.checks.source import parse
-    from grader.labs.tensor_ops.cases import build_base, witnessed
+    from grader.labs.tensor_ops.inputs import build_base, witnessed
     from grader.labs.tensor_ops.judge import lab_cases
     from grader.sandbox import audit, tamper, witness
     from grader.sandbox.containment import PidNamespaces, private_proc

@@ -43,8 +43,8 @@ def _load(path: Path) -> ModuleType | None:
 
 
 def _optim_runs(module: ModuleType) -> Iterator[tuple[str, Run]]:
-    from grader.labs.optim.cases import attach_grads, build_params
-    from grader.labs.optim.judge import lab_cases
+    from grader.labs.optim.inputs import attach_grads, build_params
+    from grader.labs.optim.plan import lab_cases
 
     for case in lab_cases("sgd_step"):
         if case["measure"] != "allocation":
@@ -60,8 +60,8 @@ def _optim_runs(module: ModuleType) -> Iterator[tuple[str, Run]]:
 
 
 def _tensor_ops_runs(module: ModuleType) -> Iterator[tuple[str, Run]]:
-    from grader.labs.tensor_ops.cases import build_args, build_base, build_other, view_of
-    from grader.labs.tensor_ops.judge import FUNCTIONS, lab_cases
+    from grader.labs.tensor_ops.inputs import build_args, build_base, build_other, view_of
+    from grader.labs.tensor_ops.plan import FUNCTIONS, lab_cases
 
     for function in FUNCTIONS:
         for case in lab_cases(function):

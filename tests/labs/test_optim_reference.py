@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from grader.labs.optim import reference
-from grader.labs.optim.cases import build_params, step_grads
-from grader.labs.optim.judge import lab_cases
+from grader.labs.optim.inputs import build_params, step_grads
+from grader.labs.optim.plan import lab_cases
 
 
 def torch_trajectory(case: dict) -> list[list[torch.Tensor]]:

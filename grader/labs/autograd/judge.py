@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -23,154 +22,27 @@ from grader.checks.errors import error_finding
 from grader.checks.findings import Finding, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
-from grader.labs.autograd.cases import (
-    NONLEAF_SCALE,
+from grader.labs.autograd import reference
+from grader.labs.autograd.inputs import (
     Case,
     build_start,
     build_value,
     draw,
-    loss_weights,
     witnessed,
 )
+from grader.labs.autograd.plan import (
+    FUNCTIONS,
+    MAX_FULL_SIZE_TENSORS,
+    SIGNATURES,
+    lab_cases,
+)
 from grader.labs.autograd.records import record_type
-from grader.labs.base import CheckSpec, Lab, cached_by_content, signature_judge
+from grader.labs.base import CheckSpec, Lab, signature_judge
 from grader.labs.dtypes import DTYPES
-
-FUNCTIONS = ("update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias")
-IN_PLACE_ALLOWED = ("plain", "nonleaf", "no_grad_leaf")
-FORBIDDEN = ("leaf", "view_of_leaf", "unbind_view", "no_grad_view")
-# The shape of the tensor each kind hands to the function, when not the case's own shape.
-VIEW_SHAPES = {"view_of_leaf": [2, 3], "no_grad_view": [2, 3], "unbind_view": [3]}
-# SPEC: the fix creates at most five tensors the size of `x @ w`; dropping every in-place op
-# creates six.
-MAX_FULL_SIZE_TENSORS = 5
-
-
-# --- cases ---------------------------------------------------------------------------------
-
-@cache
-def _lab_cases(function: str) -> tuple[Case, ...]:
-    cases: list[Case] = []
-    if function == "update_leaf_":
-        for n, (dtype, value, has_grad, shape) in enumerate([
-            ("float32", "tensor", True, [4, 3]), ("float64", "tensor", False, [5]),
-            ("float32", "float", True, [2, 3]), ("float64", "row", True, [3, 4]),
-            ("float32", "tensor", False, []),
-        ]):
-            case = {"id": f"leaf.{n}", "kind": "leaf", "dtype": dtype, "shape": shape,
-                    "seed": 40 + n, "value": "tensor" if value == "row" else value,
-                    "has_grad": has_grad}
-            if value == "row":
-                case["value_shape"] = shape[-1:]
-            cases.append(case)
-    elif function == "add_or_copy":
-        n = 0
-        for dtype in ("float32", "float64"):
-            for kind in (*IN_PLACE_ALLOWED, *FORBIDDEN):
-                for value in ("tensor", "float"):
-                    case = {"id": f"{kind}.{dtype}.{value}", "kind": kind, "dtype": dtype,
-                            "shape": [4, 3], "seed": 60 + n, "value": value,
-                            "group": "allowed" if kind in IN_PLACE_ALLOWED else "forbidden"}
-                    if kind in VIEW_SHAPES:
-                        case["value_shape"] = VIEW_SHAPES[kind]
-                    cases.append(case)
-                    n += 1
-        cases += [
-            {"id": "error.broadcast", "kind": "plain", "dtype": "float32", "shape": [3],
-             "value_shape": [2, 3], "seed": 90, "group": "error"},
-            {"id": "error.type", "kind": "plain", "dtype": "float32", "shape": [3],
-             "value": "string", "seed": 91, "group": "error"},
-            {"id": "error.leaf_shape", "kind": "nonleaf", "dtype": "float32", "shape": [3],
-             "value_shape": [2, 3], "seed": 92, "group": "error"},
-        ]
-    elif function == "fixed_block":
-        cases += [
-            {"id": "float32", "dtype": "float32", "x_shape": [8, 6], "w_shape": [6, 5],
-             "seed": 70, "measure": "state"},
-            {"id": "float64", "dtype": "float64", "x_shape": [3, 4], "w_shape": [4, 2],
-             "seed": 71, "measure": "state"},
-            {"id": "gradcheck", "dtype": "float64", "x_shape": [3, 4], "w_shape": [4, 2],
-             "seed": 72, "measure": "gradcheck"},
-            {"id": "allocation", "dtype": "float32", "x_shape": [64, 48], "w_shape": [48, 96],
-             "seed": 73, "measure": "allocation"},
-        ]
-    else:  # snapshot, alias
-        cases += [{"id": kind, "kind": kind, "dtype": "float32", "shape": [4, 3], "seed": 80 + n}
-                  for n, kind in enumerate(("leaf", "nonleaf", "plain", "transposed",
-                                            "zero_dim", "view_of_leaf"))]
-    return tuple(cases)
-
-
-def lab_cases(function: str) -> list[Case]:
-    return list(_lab_cases(function))
 
 
 def _group(name: str) -> Selector:
     return lambda case: case.get("group") == name
-
-
-# --- references ------------------------------------------------------------------------------
-
-def _start_values(case: Case) -> torch.Tensor:
-    t, _ = build_start(case, "cpu")
-    return t.detach().double()
-
-
-def _value64(case: Case) -> Any:
-    value = build_value(case, "cpu")
-    return value.double() if isinstance(value, torch.Tensor) else value
-
-
-@cached_by_content
-def _expected_add(case: Case) -> torch.Tensor:
-    return (_start_values(case) + _value64(case)).to(DTYPES[case["dtype"]])
-
-
-@cached_by_content
-def _expected_leaf_grad(case: Case) -> torch.Tensor | None:
-    """The gradient the source leaf should receive from `(result * weights).sum()`."""
-    if case["kind"] in ("plain", "no_grad_view"):
-        return None  # no autograd path: a no_grad view's gradient reaches no leaf
-    start = _start_values(case)
-    weights = loss_weights(list(start.shape), case, "cpu").double()
-    if case["kind"] == "nonleaf":
-        grad = NONLEAF_SCALE * weights
-    elif case["kind"] == "view_of_leaf":
-        grad = torch.zeros(case["shape"], dtype=torch.float64)
-        grad[1:3] = weights
-    elif case["kind"] == "unbind_view":
-        grad = torch.zeros(case["shape"], dtype=torch.float64)
-        grad[0] = weights
-    else:
-        grad = weights
-    return grad.to(DTYPES[case["dtype"]])
-
-
-@cached_by_content
-def _expected_error(case: Case) -> tuple[str, str]:
-    """The error torch itself raises for `t.add_(value)` on this case: (type, first line)."""
-    t, _ = build_start(case, "cpu")
-    try:
-        t.add_(build_value(case, "cpu"))
-    except Exception as exc:  # the reference error, raised by torch on our own tensors
-        return type(exc).__name__, str(exc).splitlines()[0][:500]
-    raise RuntimeError(f"case {case['id']} was expected to raise")
-
-
-def _reference_block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    return ((x @ w).relu().sigmoid() * 2).exp().add(1).sum()
-
-
-@cached_by_content
-def _expected_block(case: Case) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(value, x.grad, w.grad) of the out-of-place block, in float64, cast to the case dtype."""
-    x = draw(case["x_shape"], case["seed"], case["dtype"], "cpu").double().requires_grad_()
-    w = draw(case["w_shape"], case["seed"] + 1, case["dtype"], "cpu").double().requires_grad_()
-    value = _reference_block(x, w)
-    value.backward()
-    dtype = DTYPES[case["dtype"]]
-    assert x.grad is not None and w.grad is not None
-    return value.detach().to(dtype), x.grad.to(dtype), w.grad.to(dtype)
 
 
 # --- judging helpers ---------------------------------------------------------------------------
@@ -239,7 +111,7 @@ def _update_grad(case: Case, obs: dict[str, Any]) -> Finding | None:
 
 
 def _update_values(case: Case, obs: dict[str, Any]) -> Finding | None:
-    return _values(obs["values"], _expected_add(case), tensor="leaf",
+    return _values(obs["values"], reference.expected_add(case), tensor="leaf",
                    case=case)
 
 
@@ -287,7 +159,7 @@ def _add_values(case: Case, obs: dict[str, Any]) -> Finding | None:
         return bad
     if not obs["result_is_tensor"]:
         return fail("add_or_copy_return", got="not a tensor")
-    return _values(obs["result_values"], _expected_add(case),
+    return _values(obs["result_values"], reference.expected_add(case),
                    tensor="result", case=case)
 
 
@@ -308,7 +180,7 @@ def _add_graph(case: Case, obs: dict[str, Any]) -> Finding | None:
     bad = _returned_pair(case, obs)
     if bad is not None:
         return bad
-    expected = _expected_leaf_grad(case)
+    expected = reference.expected_leaf_grad(case)
     if expected is None:
         return None
     if obs.get("backward_error"):
@@ -320,7 +192,7 @@ def _add_graph(case: Case, obs: dict[str, Any]) -> Finding | None:
 
 
 def _add_error(case: Case, obs: dict[str, Any]) -> Finding | None:
-    error_type, message = _expected_error(case)
+    error_type, message = reference.expected_error(case)
     raised = obs.get("error")
     if raised is None:
         return fail("error_swallowed", function="add_or_copy", error_type=error_type,
@@ -342,7 +214,7 @@ def _block_cases(measure: str) -> Selector:
 def _block_values(case: Case, obs: dict[str, Any]) -> Finding | None:
     if "value" not in obs:
         return fail("block_not_tensor", got=obs.get("value_type", "?"))
-    value, x_grad, w_grad = _expected_block(case)
+    value, x_grad, w_grad = reference.expected_block(case)
     findings = [_values(obs["value"], value, tensor="fixed_block(x, w)", case=case)]
     if not obs.get("backward_error"):
         for name, got, want in (("x.grad", obs["x_grad"], x_grad), ("w.grad", obs["w_grad"],
@@ -400,7 +272,7 @@ def _result_tensor(function: str) -> Callable[[Case, dict[str, Any]], Finding | 
 def _copy_values(function: str) -> Callable[[Case, dict[str, Any]], Finding | None]:
     def rule(case: Case, obs: dict[str, Any]) -> Finding | None:
         return _result_tensor(function)(case, obs) or _values(
-            obs["values"], _start_values(case).to(DTYPES[case["dtype"]]),
+            obs["values"], reference.start_values(case).to(DTYPES[case["dtype"]]),
             tensor=f"{function}(t)", case=case)
 
     return rule
@@ -478,19 +350,19 @@ def validate_case(case: Case) -> None:
         if case["measure"] == "allocation":
             draw(case["x_shape"], case["seed"], case["dtype"], "cpu")
         else:
-            _expected_block(case)
+            reference.expected_block(case)
         return
     build_start(case, "cpu")
     group = case.get("group")
     if group == "error":
-        _expected_error(case)
+        reference.expected_error(case)
         return
     if case.get("value") == "string":
         raise ValueError("value 'string' belongs to the error cases")
     if group is not None or "value" in case:  # update_leaf_ and add_or_copy
-        if _start_values(case).shape != _expected_add(case).shape:
+        if reference.start_values(case).shape != reference.expected_add(case).shape:
             raise ValueError("t + value does not have t's shape")
-        _expected_leaf_grad(case)
+        reference.expected_leaf_grad(case)
     if group == "allowed" and not _torch_allows_add(case):
         raise ValueError(f"torch refuses t.add_(value) for kind {case['kind']!r}")
     if group == "forbidden" and _torch_allows_add(case):
@@ -498,15 +370,6 @@ def validate_case(case: Case) -> None:
 
 
 # --- checks ----------------------------------------------------------------------------------
-
-SIGNATURES: dict[str, list[tuple[str, str | None]]] = {
-    "update_leaf_": [("leaf", None), ("delta", None)],
-    "add_or_copy": [("t", None), ("value", None)],
-    "fixed_block": [("x", None), ("w", None)],
-    "snapshot": [("t", None)],
-    "alias": [("t", None)],
-}
-
 
 def _checks() -> tuple[CheckSpec, ...]:
     def spec(check_id: str, kind: Any, cases: Selector,

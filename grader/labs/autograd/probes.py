@@ -11,8 +11,8 @@ import torch
 from grader.checks import tensors
 from grader.checks.allocation import AllocationTracker, warm_up_meters
 from grader.checks.api import describe_module
-from grader.labs.autograd.cases import Case, build_start, build_value, draw, loss_weights
-from grader.labs.autograd.cases import witnessed as witnessed
+from grader.labs.autograd.inputs import Case, build_start, build_value, draw, loss_weights
+from grader.labs.autograd.inputs import witnessed as witnessed
 from grader.labs.probing import run_cases
 from grader.sandbox.child import call_student
 from grader.sandbox.witness import NO_ARENA, Arena

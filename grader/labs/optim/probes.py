@@ -21,14 +21,14 @@ from grader.checks.allocation import (
 )
 from grader.checks.api import describe_module
 from grader.checks.policy import CallRecorder
-from grader.labs.optim.cases import (
+from grader.labs.optim.inputs import (
     WITNESSED_GRADS,
     Case,
     attach_grads,
     build_params,
     step_grads,
 )
-from grader.labs.optim.cases import witnessed as witnessed
+from grader.labs.optim.inputs import witnessed as witnessed
 from grader.labs.probing import run_cases
 from grader.sandbox.child import call_student
 from grader.sandbox.witness import NO_ARENA, Arena
@@ -50,7 +50,7 @@ def warm_up() -> None:
 
 def _draw_every_case() -> None:
     """Draw each case's inputs once here; the children copy them (cases.py caches)."""
-    from grader.labs.optim.judge import lab_cases
+    from grader.labs.optim.plan import lab_cases
 
     for function in LAB_NAMES:
         for case in lab_cases(function):

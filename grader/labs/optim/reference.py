@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from grader.labs.optim.cases import Case, build_params, step_grads
+from grader.labs.optim.inputs import Case, build_params, step_grads
 
 
 def sgd_trajectory(case: Case) -> list[list[torch.Tensor]]:

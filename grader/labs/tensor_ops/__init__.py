@@ -1,5 +1,6 @@
 """Lab `tensor_ops` (file `tensor_ops.py`): in-place utilities, exact allocation tracking.
 
-cases.py builds seeded inputs for both processes; probes.py runs in the sandbox child;
-reference.py and judge.py run in the grading process.
+plan.py lists the cases and signatures and inputs.py builds their seeded tensors (both
+processes); probes.py runs in the sandbox child and imports only those two; reference.py and
+judge.py (the checks table over checks/core.py) run in the grading process.
 """

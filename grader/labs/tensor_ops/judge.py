@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -16,143 +15,21 @@ from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
 from grader.labs.tensor_ops import reference
-from grader.labs.tensor_ops.cases import (
+from grader.labs.tensor_ops.inputs import (
     FILLS,
-    HALF,
     LAYOUTS,
     Case,
     build_other,
     view_of,
     witnessed,
 )
+from grader.labs.tensor_ops.plan import (
+    FUNCTIONS,
+    SIGNATURES,
+    VIEW_LAYOUTS,
+    lab_cases,
+)
 from grader.labs.tensor_ops.records import record_type
-
-FUNCTIONS = ("relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_")
-REDUCTIONS = ("normalize_", "standardize_", "softmax_")
-EDGE_LAYOUTS = ("zero_dim", "empty")
-VIEW_LAYOUTS = ("transpose", "stride", "slice3d", "large_transpose")
-
-# Per function: positional args ("X" is updated in place, "OTHER" the second tensor), the
-# variants graded (keyword arguments, shape of OTHER relative to X), and the special fills.
-SPECS: dict[str, dict[str, Any]] = {
-    "relu_": {"args": ["X"], "variants": [{}], "fills": ["extremes"]},
-    # lo > hi: torch.clamp documents that every element becomes hi.
-    "clamp_": {"args": ["X"], "fills": ["extremes"], "variants": [
-        {"kwargs": {"lo": -0.5}}, {"kwargs": {"hi": 0.3}}, {"kwargs": {"lo": -0.5, "hi": 0.5}},
-        {"kwargs": {"lo": 0.5, "hi": -0.5}}]},
-    # x broadcast to y from a row, a column or a 0-dim tensor; never the other way (rejects).
-    "axpy_": {"args": ["X", 0.5, "OTHER"], "fills": [], "variants": [
-        {"other": "same"}, {"other": "row", "args": ["X", -2.0, "OTHER"]},
-        {"other": "column"}, {"other": "scalar"}]},
-    "ema_update_": {"args": ["X", "OTHER", 0.9], "fills": [], "variants": [
-        {"other": "same"}, {"other": "same", "args": ["X", "OTHER", 0.25]}]},
-    "normalize_": {"args": ["X"], "fills": ["zero_rows"], "variants": [
-        {}, {"kwargs": {"dim": 0}}, {"kwargs": {"eps": 1e-6}}]},
-    "standardize_": {"args": ["X"], "fills": ["constant_rows"], "variants": [
-        {}, {"kwargs": {"dim": 0}}]},
-    "softmax_": {"args": ["X"], "fills": ["large"], "variants": [{}, {"kwargs": {"dim": 0}}]},
-}
-
-
-# --- cases ---------------------------------------------------------------------------------
-
-def logical_shape(layout: str) -> list[int]:
-    return list(view_of(torch.empty(LAYOUTS[layout], device="meta"), layout).shape)
-
-
-def _case(function: str, group: str, number: int, *, dtype: str, layout: str, variant: dict,
-          fill: str = "normal", measure: str = "state") -> Case | None:
-    shape = logical_shape(layout)
-    kwargs = variant.get("kwargs", {})
-    if "dim" in kwargs and len(shape) < 2:
-        return None  # dim=0 is graded on 2-D inputs
-    if group in ("values", "half", "views"):
-        # Special inputs are cases of their own, read by a check of their own (edge_shapes,
-        # broadcasts_x): a function that raises on an empty tensor loses that check only.
-        if layout in EDGE_LAYOUTS:
-            group = "edges"
-        elif variant.get("other") not in (None, "same"):
-            group = "broadcast"
-    case: Case = {
-        "id": f"{group}.{number}", "group": group, "function": function, "dtype": dtype,
-        "layout": layout, "fill": fill, "measure": measure,
-        # Allocation cases measure memory, not values: they share inputs (drawn once, in the
-        # zygote, and copied by each child; see cases.py).
-        "seed": 1 if measure == "allocation" else 1000 + number,
-        "args": variant.get("args", SPECS[function]["args"]), "kwargs": kwargs,
-    }
-    other = variant.get("other")
-    if other == "same":
-        case["other_shape"] = shape
-    elif other == "row":
-        if not shape:
-            return None
-        case["other_shape"] = shape[-1:]
-    elif other == "column":
-        if len(shape) < 2:
-            return None
-        case["other_shape"] = [*shape[:-1], 1]
-    elif other == "scalar":
-        case["other_shape"] = []
-    return case
-
-
-@cache
-def _lab_cases(function: str) -> tuple[Case, ...]:
-    spec = SPECS[function]
-    variants = spec["variants"]
-    planned: list[tuple[str, dict[str, Any]]] = []
-    for dtype in ("float32", "float64"):
-        for variant in variants:
-            planned += [("values", {"dtype": dtype, "layout": layout, "variant": variant})
-                        for layout in ("contiguous", "zero_dim", "empty")]
-            planned += [("values", {"dtype": dtype, "layout": "contiguous", "variant": variant,
-                                    "fill": fill}) for fill in spec["fills"]]
-    for dtype in HALF:
-        for variant in variants:
-            planned.append(("half", {"dtype": dtype, "layout": "contiguous", "variant": variant}))
-            planned += [("half", {"dtype": dtype, "layout": "contiguous", "variant": variant,
-                                  "fill": fill}) for fill in spec["fills"] if fill != "zero_rows"]
-    for dtype in ("float32", "float64"):
-        for variant in variants:
-            planned += [("views", {"dtype": dtype, "layout": layout, "variant": variant})
-                        for layout in ("transpose", "stride", "slice3d")]
-    allocation_variants = [v for v in variants if "dim" in v.get("kwargs", {})] or variants[:1]
-    for variant in ([variants[0], *allocation_variants] if function in REDUCTIONS
-                    else allocation_variants):
-        planned += [("allocation", {"dtype": "float32", "layout": layout, "variant": variant,
-                                    "measure": "allocation"})
-                    for layout in ("large", "large_transpose")]
-    # float64 is measured too: a `.float()` copy of a float64 argument is a temporary of
-    # the argument's size that float32 inputs never show. (Not half precision: on the CPU
-    # torch's own reductions upcast a float16 input to a full-size buffer inside the op,
-    # so correct code would fail.)
-    planned.append(("allocation", {"dtype": "float64", "layout": "large",
-                                   "variant": variants[0], "measure": "allocation"}))
-    cases = [_case(function, group, number, **details)
-             for number, (group, details) in enumerate(planned)]
-    if function == "clamp_":  # neither bound, like torch.clamp(x)
-        cases.append({"id": "rejects", "group": "rejects", "function": function,
-                      "dtype": "float32", "layout": "contiguous", "measure": "rejects",
-                      "seed": 7, "args": ["X"], "kwargs": {}})
-    if function == "axpy_":  # an x that would grow y, which y.add_ refuses
-        cases.append({"id": "rejects", "group": "rejects", "function": function,
-                      "dtype": "float32", "layout": "contiguous", "measure": "rejects",
-                      "seed": 7, "args": ["X", 0.5, "OTHER"], "kwargs": {},
-                      "other_shape": [2, *LAYOUTS["contiguous"]]})
-    unique: dict[str, Case] = {}
-    for case in cases:
-        if case is not None:
-            unique.setdefault(_signature(case), case)
-    return tuple(unique.values())
-
-
-def _signature(case: Case) -> str:
-    return repr({k: v for k, v in case.items() if k not in ("id", "seed")})
-
-
-def lab_cases(function: str) -> list[Case]:
-    return list(_lab_cases(function))
 
 
 def _cases(evidence: Evidence, *groups: str) -> list[Case]:
@@ -306,7 +183,7 @@ def unwritten(case: Case, observed: dict[str, Any]) -> Phrase | None:
 
 
 def _original_base(case: Case) -> torch.Tensor:
-    from grader.labs.tensor_ops.cases import build_base
+    from grader.labs.tensor_ops.inputs import build_base
 
     return build_base(case, "cpu")
 
@@ -364,17 +241,6 @@ def judge_rejects(function: str) -> Callable[[Evidence], Finding]:
     return judge
 
 
-SIGNATURES: dict[str, list[tuple[str, str | None]]] = {
-    "relu_": [("x", None)],
-    "clamp_": [("x", None), ("lo", "None"), ("hi", "None")],
-    "axpy_": [("y", None), ("alpha", None), ("x", None)],
-    "ema_update_": [("avg", None), ("new", None), ("decay", None)],
-    "normalize_": [("x", None), ("dim", "-1"), ("eps", "1e-12")],
-    "standardize_": [("x", None), ("dim", "-1"), ("eps", "1e-05")],
-    "softmax_": [("x", None), ("dim", "-1")],
-}
-
-
 def _first_arg(function: str) -> str:
     return SIGNATURES[function][0][0]
 
@@ -386,7 +252,7 @@ def _second_arg(function: str) -> str:
 def validate_case(case: Case) -> None:
     """Build what judging `case` needs; raise if the case cannot be graded (hidden cases)."""
     from grader.labs.dtypes import DTYPES
-    from grader.labs.tensor_ops.cases import build_base
+    from grader.labs.tensor_ops.inputs import build_base
 
     function = case["function"]
     for key, allowed in (("layout", LAYOUTS), ("fill", FILLS), ("dtype", DTYPES)):

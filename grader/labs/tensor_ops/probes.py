@@ -17,8 +17,8 @@ from grader.checks.allocation import (
 )
 from grader.checks.api import describe_module
 from grader.labs.probing import run_cases
-from grader.labs.tensor_ops.cases import Case, build_args, build_base, build_other, view_of
-from grader.labs.tensor_ops.cases import witnessed as witnessed
+from grader.labs.tensor_ops.inputs import Case, build_args, build_base, build_other, view_of
+from grader.labs.tensor_ops.inputs import witnessed as witnessed
 from grader.sandbox.child import call_student
 from grader.sandbox.witness import NO_ARENA, Arena
 
@@ -28,7 +28,7 @@ LAB_NAMES = ["relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardi
 def warm_up() -> None:
     """Runs once in the zygote, so every child inherits it: the meters' one-time start-up, and
     every case's inputs drawn once (cases.py caches them; a child copies instead of drawing)."""
-    from grader.labs.tensor_ops.judge import lab_cases
+    from grader.labs.tensor_ops.plan import lab_cases
 
     warm_up_meters()
     for function in LAB_NAMES:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from grader.labs.tensor_ops.cases import DTYPES, Case, build_args, build_base, build_other, view_of
+from grader.labs.tensor_ops.inputs import DTYPES, Case, build_args, build_base, build_other, view_of
 
 
 def _standardize(x: torch.Tensor, dim: int = -1, eps: float = 1e-5) -> torch.Tensor:
