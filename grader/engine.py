@@ -136,15 +136,16 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
             sandbox = stack.enter_context(Sandbox([lab]))
         lab_obj = get_lab(lab)  # imports torch while the worker boots
         devices, skipped = resolve_devices(options.device)
-        rubric = effective_rubric(lab_obj, options.rubric_override)
-        plan = hidden_plan(lab_obj, options.hidden)
-        graded = _grade(sandbox, lab_obj, submission, devices, rubric, options, plan)
-    checks = graded.checks + _skipped(lab_obj, skipped, rubric, options.lang)
+        context = GradingContext(lab_obj, effective_rubric(lab_obj, options.rubric_override),
+                                 hidden_plan(lab_obj, options.hidden), tuple(devices), options)
+        observed = observe(sandbox, context, submission)
+    checks = judge_submission(context, submission, observed) + _skipped(
+        lab_obj, skipped, context.rubric, options.lang)
     report = _report(lab, str(submission.path), checks, started)
-    protections = list(dict.fromkeys([*Sandbox.protections, *graded.protections]))
-    return report.model_copy(update={"probe_s": round(graded.probe_s, 4),
+    protections = list(dict.fromkeys([*Sandbox.protections, *observed.job.protections]))
+    return report.model_copy(update={"probe_s": round(observed.probe_s, 4),
                                      "protections": protections,
-                                     "integrity": graded.integrity})
+                                     "integrity": observed.job.outcome.static.anywhere})
 
 
 def error_report(*, lab: str, submission: str, error: str, options: CheckOptions) -> Report:
@@ -258,13 +259,6 @@ def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
     return ran
 
 
-class Graded(NamedTuple):
-    checks: list[CheckResult]
-    probe_s: float  # seconds the submission's tasks ran
-    protections: list[str]  # the layers in force
-    integrity: list[str]  # the static integrity scan's findings
-
-
 def _malformed(lab: Lab, task: TaskSpec, record: dict[str, Any]) -> Finding | None:
     """The child's record checked against its probes' types (labs/records.py): one of
     another shape was changed on its way here (or the probe broke), which costs the
@@ -300,79 +294,125 @@ def _witness_problem(lab: Lab, task: TaskSpec, observed: dict[str, Any],
     return None
 
 
-def _grade(sandbox: Sandbox, lab: Lab, submission: Submission, devices: list[str],
-           rubric: Rubric, options: CheckOptions, plan: HiddenPlan) -> Graded:
-    """The check results, the seconds the submission's tasks ran, the layers in force and the
-    integrity findings.
+@dataclass(frozen=True)
+class GradingContext:
+    """What one submission is graded against, fixed before anything runs: the lab, the
+    rubric in force, the hidden plan, the devices and the options (language, limits,
+    integrity). Every step below reads it; none changes it."""
 
-    The lab's cases run in one job; hidden cases, where there are any, in a second job after
-    it, so that no child running visible cases holds a hidden case (or could put one in a
-    visible message), and what the hidden child says stays with the hidden results (but for
-    the forbidden-package calls it makes: a use on hidden cases only is still a use)."""
+    lab: Lab
+    rubric: Rubric
+    plan: HiddenPlan
+    devices: tuple[str, ...]
+    options: CheckOptions
+
+    @property
+    def lang(self) -> str:
+        return self.options.lang
+
+    def tasks(self) -> tuple[list[TaskSpec], list[TaskSpec]]:
+        """(the lab's own tasks, the hidden cases' tasks), one per function and device.
+        The caller's memory is read back (witnessed) on the CPU only."""
+        lab = self.lab
+
+        def witness(device: str) -> Any:
+            return lab.witnessed if device == "cpu" else None
+
+        visible = [TaskSpec(function, device, lab.cases(function), witness=witness(device))
+                   for function in lab.functions for device in self.devices]
+        secret = [TaskSpec(function, device, [v.run_case for v in self.plan.for_function(function)],
+                           private=True, witness=witness(device))
+                  for function in lab.functions if self.plan.for_function(function)
+                  for device in self.devices]
+        return visible, secret
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the sandbox saw of one submission: the job over the lab's cases, the one over
+    the hidden cases (None: none, or the import failed), and why the import failed."""
+
+    visible: list[TaskSpec]
+    secret: list[TaskSpec]
+    job: JobResult
+    hidden_job: JobResult | None
+    import_problem: Finding | None
+
+    @property
+    def probe_s(self) -> float:
+        """Seconds the submission's tasks ran."""
+        return sum(outcome.wall_s for ran in (self.job, self.hidden_job) if ran is not None
+                   for outcome in ran.outcome.tasks)
+
+
+def observe(sandbox: Sandbox, context: GradingContext, submission: Submission) -> Observed:
+    """Step 1: run the submission in the sandbox. The lab's cases run in one job; hidden
+    cases, where there are any, in a second job after it, so that no child running visible
+    cases holds a hidden case (or could put one in a visible message)."""
+    lab, limits = context.lab, context.options.limits
+    visible, secret = context.tasks()
     target = sandbox.new_submission_file(submission.source)
-    def witness(device: str) -> Any:  # the caller's memory is read back on the CPU only
-        return lab.witnessed if device == "cpu" else None
-
-    visible = [TaskSpec(function, device, lab.cases(function), witness=witness(device))
-               for function in lab.functions for device in devices]
-    secret = [TaskSpec(function, device, [v.run_case for v in plan.for_function(function)],
-                       private=True, witness=witness(device))
-              for function in lab.functions if plan.for_function(function)
-              for device in devices]
     hidden_job: JobResult | None = None
     try:
-        job = sandbox.run_job(lab=lab.name, submission=target, tasks=visible,
-                              limits=options.limits, search_path=submission.search_path,
+        job = sandbox.run_job(lab=lab.name, submission=target, tasks=visible, limits=limits,
+                              search_path=submission.search_path,
                               forbidden_package=lab.forbidden_package)
         problem = _problem(job.outcome.api_status, job.outcome.api_signal,
-                           job.outcome.api_exit_code, job.api, "import", options.limits,
-                           submission, integrity=job.outcome.api_integrity,
-                           detail=job.outcome.api_detail)
+                           job.outcome.api_exit_code, job.api, "import", limits, submission,
+                           integrity=job.outcome.api_integrity, detail=job.outcome.api_detail)
         if secret and problem is None:
             hidden_job = sandbox.run_job(lab=lab.name, submission=target, tasks=secret,
-                                         limits=options.limits,
-                                         search_path=submission.search_path)
+                                         limits=limits, search_path=submission.search_path)
     finally:
         sandbox.discard(target)
-    probe_s = sum(outcome.wall_s for ran in (job, hidden_job) if ran is not None
-                  for outcome in ran.outcome.tasks)
-    scan = job.outcome.static
-    flagged = scan.anywhere
-    if problem is not None:
-        return Graded([
-            row
-            for function in lab.functions for index, device in enumerate(devices)
-            for row in _runtime_results(lab, function, device, problem, rubric, options.lang,
-                                        job.log, plan, include_shared=index == 0)
-        ], probe_s, job.protections, flagged)
+    return Observed(visible, secret, job, hidden_job, problem)
+
+
+def judge_submission(context: GradingContext, submission: Submission,
+                     observed: Observed) -> list[CheckResult]:
+    """Step 2: each unit (function, device) judged into worded, scored check results.
+    What the hidden child says stays with the hidden results, but for the forbidden-package
+    calls it makes: a use on hidden cases only is still a use."""
+    lab, options, job = context.lab, context.options, observed.job
+    if observed.import_problem is not None:
+        return [row for function in lab.functions
+                for index, device in enumerate(context.devices)
+                for row in _runtime_results(lab, function, device, observed.import_problem,
+                                            context.rubric, context.lang, job.log,
+                                            context.plan, include_shared=index == 0)]
     assert job.api is not None
-    api = job.api["api"]
+    api, scan = job.api["api"], job.outcome.static
     results: list[CheckResult] = []
     for function in lab.functions:
         if options.integrity == "fail" and scan.integrity_of(function):
             finding = fail("integrity_static", function=function,
                            what=scan.integrity_of(function)[0])
-            results += [row for index, device in enumerate(devices)
-                        for row in _runtime_results(lab, function, device, finding, rubric,
-                                                    options.lang, "", plan,
-                                                    include_shared=index == 0)]
+            results += [row for index, device in enumerate(context.devices)
+                        for row in _runtime_results(lab, function, device, finding,
+                                                    context.rubric, context.lang, "",
+                                                    context.plan, include_shared=index == 0)]
             continue
-        ran = _ran(lab, job, visible, function, options.limits, submission)
-        hidden_ran = None
-        if plan.for_function(function):
-            assert hidden_job is not None  # it ran: the visible import succeeded
-            hidden_import = _problem(hidden_job.outcome.api_status, hidden_job.outcome.api_signal,
-                                     hidden_job.outcome.api_exit_code, hidden_job.api, function,
-                                     options.limits, submission,
-                                     integrity=hidden_job.outcome.api_integrity,
-                                     detail=hidden_job.outcome.api_detail)
-            hidden_ran = ([_Ran(r.device, hidden_import, {}, hidden_job.log) for r in ran]
-                          if hidden_import is not None else
-                          _ran(lab, hidden_job, secret, function, options.limits, submission))
+        ran = _ran(lab, job, observed.visible, function, options.limits, submission)
         results += _function_results(lab, function, api, scan.policy.get(function, []), ran,
-                                     hidden_ran, rubric, options.lang, plan)
-    results = calls_into_failures(results, scan.calls, options.lang)
-    return Graded(_ordered(lab, results), probe_s, job.protections, flagged)
+                                     _hidden_ran(context, submission, observed, function, ran),
+                                     context.rubric, context.lang, context.plan)
+    return _ordered(lab, calls_into_failures(results, scan.calls, context.lang))
+
+
+def _hidden_ran(context: GradingContext, submission: Submission, observed: Observed,
+                function: str, ran: list[_Ran]) -> list[_Ran] | None:
+    """The hidden cases' tasks of `function`, or None where it has none."""
+    if not context.plan.for_function(function):
+        return None
+    hidden_job = observed.hidden_job
+    assert hidden_job is not None  # it ran: the visible import succeeded
+    outcome, limits = hidden_job.outcome, context.options.limits
+    hidden_import = _problem(outcome.api_status, outcome.api_signal, outcome.api_exit_code,
+                             hidden_job.api, function, limits, submission,
+                             integrity=outcome.api_integrity, detail=outcome.api_detail)
+    if hidden_import is not None:
+        return [_Ran(r.device, hidden_import, {}, hidden_job.log) for r in ran]
+    return _ran(context.lab, hidden_job, observed.secret, function, limits, submission)
 
 
 def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list[str],

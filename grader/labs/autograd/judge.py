@@ -22,7 +22,7 @@ from grader.checks.errors import error_finding
 from grader.checks.findings import Finding, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
-from grader.labs.autograd import reference
+from grader.labs.autograd import FILENAME, reference
 from grader.labs.autograd.inputs import (
     Case,
     build_start,
@@ -445,7 +445,7 @@ def describe(case: Case) -> list[Any]:
 
 LAB = Lab(
     name="autograd",
-    filename="autograd_inplace.py",
+    filename=FILENAME,
     functions=FUNCTIONS,
     checks=_checks(),
     cases=lab_cases,

@@ -28,7 +28,7 @@ from grader.checks.numerics import mismatch
 from grader.checks.policy import judge_policy
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
-from grader.labs.optim import reference
+from grader.labs.optim import FILENAME, reference
 from grader.labs.optim.inputs import (
     DTYPES,
     WITNESSED_GRADS,
@@ -620,7 +620,7 @@ def _checks() -> tuple[CheckSpec, ...]:
 
 LAB = Lab(
     name="optim",
-    filename="optimizer.py",
+    filename=FILENAME,
     functions=("zero_grad", "sgd_step", "SGD", "Adam"),
     checks=_checks(),
     cases=lab_cases,

@@ -4,3 +4,5 @@ plan.py lists the cases and signatures and inputs.py builds their seeded tensors
 processes); probes.py runs in the sandbox child and imports only those two; reference.py and
 judge.py (the checks table over checks/core.py) run in the grading process.
 """
+
+FILENAME = "tensor_ops.py"  # the stub students fill in (grader.labs discovers labs by folder)

@@ -14,7 +14,7 @@ from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, p
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
-from grader.labs.tensor_ops import reference
+from grader.labs.tensor_ops import FILENAME, reference
 from grader.labs.tensor_ops.inputs import (
     FILLS,
     LAYOUTS,
@@ -309,7 +309,7 @@ def _checks() -> tuple[CheckSpec, ...]:
 
 LAB = Lab(
     name="tensor_ops",
-    filename="tensor_ops.py",
+    filename=FILENAME,
     functions=FUNCTIONS,
     checks=_checks(),
     cases=lab_cases,
