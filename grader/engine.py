@@ -29,7 +29,6 @@ from grader.hidden import (
 )
 from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name
 from grader.labs.base import CheckSpec, Evidence, Lab
-from grader.labs.records import MalformedRecord, checked
 from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
 from grader.sandbox import JobResult, Sandbox, TaskSpec
 from grader.submission import Submission, load_submission
@@ -263,6 +262,8 @@ def _malformed(lab: Lab, task: TaskSpec, record: dict[str, Any]) -> Finding | No
     """The child's record checked against its probes' types (labs/records.py): one of
     another shape was changed on its way here (or the probe broke), which costs the
     function, as a result the grader could not read."""
+    from grader.labs.records import MalformedRecord, checked  # torch: not at engine import
+
     if lab.record_type is None:
         return None
     try:
@@ -496,22 +497,28 @@ def settle_function(lab: Lab, function: str, defined: bool, results: list[CheckR
       for code that does not exist;
     - a check passes only where one at least of the checks it is `shown_by` passed too, on
       the same device and case: a function that wrote nothing does not "keep its storage".
-      A prerequisite that failed because the call raised (`crashed`) shows nothing either
-      way, so it takes nothing away: the exception already costs the checks reading it."""
+      A prerequisite that failed with an exception of the student's code (`crashed`: the
+      finding "raised") shows nothing either way, so it takes nothing away: the exception
+      already costs the checks reading that case. Judged per check, not per case."""
     if not defined:
         missing = feedback.word(fail("not_graded_missing", function=function), lang)
         told = (f"{function}.signature", f"{function}.runtime")
         return [r if r.id.partition("@")[0] in told else _failed_as(r, missing)
                 for r in results]
     by_id = {(r.id, r.device): r for r in results}
+    # A result students see is settled by results they see: a withheld check's verdict
+    # must not show through (nor cost visible points).
+    seen = {(r.id, r.device): r for r in results if not r.hidden}
+    checks = {check.id: check for check in lab.checks}
     settled = []
     for result in results:
         check_id, _, variant = result.id.partition("@")
-        needs = _check_or_none(lab, check_id)
+        needs = checks.get(check_id)
         shown_by = needs.shown_by if needs else ()
+        lookup = by_id if result.hidden else seen
         shown = [(need, result.device) in crashed
-                 or (by_id.get((f"{need}@{variant}" if variant else need, result.device))
-                     or by_id.get((need, result.device)) or result).status != "failed"
+                 or (lookup.get((f"{need}@{variant}" if variant else need, result.device))
+                     or lookup.get((need, result.device)) or result).status != "failed"
                  for need in shown_by]
         if result.status == "passed" and shown_by and not any(shown):
             quoted = [f"“{feedback.check_name(need, lang)}”" for need in shown_by[:2]]
@@ -563,10 +570,6 @@ def named_cases(finding: Finding, lab: Lab, function: str, lang: str) -> Finding
         return named
 
     return Finding(finding.passed, finding.key, words(finding.params), finding.debug)
-
-
-def _check_or_none(lab: Lab, check_id: str) -> CheckSpec | None:
-    return next((c for c in lab.checks if c.id == check_id), None)
 
 
 def _failed_as(result: CheckResult, wording: feedback.Wording) -> CheckResult:
@@ -707,7 +710,7 @@ def _runtime_results(lab: Lab, function: str, device: str, problem: Finding, rub
     the unit's points (visible, withheld, variants) this failure cost: the hidden cases run
     in a child of their own, which fails on its own."""
     points = unit_points_split(lab, function, rubric, plan, shared=include_shared)
-    wording = feedback.word(problem, lang)
+    wording = feedback.word(named_cases(problem, lab, function, lang), lang, lab=lab.name)
     row = CheckResult(
         id=f"{function}.runtime", name=feedback.check_name("runtime", lang, function=function),
         function=function, kind="runtime", device=device,  # type: ignore[arg-type]

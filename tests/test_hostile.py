@@ -210,7 +210,7 @@ def test_no_attack_lowers_a_classmates_score(world: dict[str, str], full_marks: 
 
 # Attacks on what outlives a child or lies beyond it, and the classmates graded after them.
 BEYOND_THE_CHILD = ["process_chain", "detached_daemon", "signal_classmates", "kill_grader",
-                    "read_grader_environ"]
+                    "read_grader_environ", "keep_capabilities"]
 
 
 def test_without_root_the_namespaces_contain_the_same_attacks(world: dict[str, str],

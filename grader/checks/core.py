@@ -60,11 +60,6 @@ def judge_cases(function: str, select: Selector, rule: Rule, *,
     return judge
 
 
-def first_of(findings: Iterator[Finding | None]) -> Finding | None:
-    """The first failed finding of a rule's per-tensor findings, or None."""
-    return next((f for f in findings if f is not None and not f.passed), None)
-
-
 # --- shared rules ------------------------------------------------------------------------------
 
 def storage_kept(function: str, tensor: str, before: dict[str, Any], after: dict[str, Any],

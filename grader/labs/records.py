@@ -51,16 +51,39 @@ class Failed(TypedDict):
 
 
 @with_config(STRICT)
+class AllocationEvent(TypedDict):
+    """One allocation (or full-size write into memory no argument owns) the dispatch
+    tracker saw (checks/allocation.py)."""
+
+    op: str
+    numel: int
+    nbytes: int
+    dtype: str
+    shape: list[int]
+    reused: NotRequired[bool]
+
+
+@with_config(STRICT)
 class AllocationRecord(TypedDict):
-    """The three allocation meters' readings for one call (checks/allocation.py)."""
+    """The dispatch tracker's events for one call (the only meter some probes run)."""
 
     error: ErrorRecord | None
-    allocations: list[dict[str, Any]]
+    allocations: list[AllocationEvent]
     numel: int
-    nbytes: NotRequired[int]
-    host_peak_bytes: NotRequired[int]
-    profiler_peak_bytes: NotRequired[int]
-    profiler_peak_op: NotRequired[str | None]
+
+
+@with_config(STRICT)
+class MeteredAllocationRecord(TypedDict):
+    """Every allocation meter's reading for one call (checks/allocation.py
+    judge_allocations reads them all)."""
+
+    error: ErrorRecord | None
+    allocations: list[AllocationEvent]
+    numel: int
+    nbytes: int
+    host_peak_bytes: int
+    profiler_peak_bytes: int
+    profiler_peak_op: str | None
     cuda_peak_bytes: NotRequired[int]
 
 

@@ -34,6 +34,7 @@ from grader.sandbox.limits import (
     SYSTEM_READABLE,
     apply_rlimits,
     apply_view,
+    drop_capabilities,
     drop_privileges,
     filesystem_view,
     isolate_network,
@@ -283,6 +284,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str]) -
                            devices=cuda)  # its rules are made while every path can be opened
     if job.run_as is not None:
         limits += drop_privileges(job.run_as)
+    limits += drop_capabilities()  # after the uid drop, which needs CAP_SETUID
     if apply_view(view):
         limits.append("file system view")
     limits += restrict_syscalls(protected, channel=progress_fd)

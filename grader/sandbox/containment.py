@@ -64,8 +64,10 @@ def enter_user_namespace() -> bool:
     behind only to wait and pass on the exit status (the grading process started it and ends
     it by its pid); the child, which dies with it (PR_SET_PDEATHSIG), is the zygote, in a
     mount namespace of its own with a /proc that lists only its namespace (so that the pids
-    it reads there are the pids it may signal). False, with nothing changed but possibly the
-    user namespace, where any step is refused: the sweeps then apply."""
+    it reads there are the pids it may signal). False where a step before the fork is
+    refused: the process may be in a user namespace of its own, with nothing else changed,
+    and the sweeps apply. Once it forks there is no way back, so `user_namespaces_work`
+    tries the whole route in a throwaway process first."""
     uid, gid = os.geteuid(), os.getegid()
     libc = _libc()
     try:
@@ -80,7 +82,10 @@ def enter_user_namespace() -> bool:
     except (OSError, AttributeError):
         return False
     alive_read, alive_write = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
     if pid != 0:  # the parent: waits, then leaves with the zygote's status
         os.close(alive_read)
         _, status = os.waitpid(pid, 0)
@@ -93,6 +98,21 @@ def enter_user_namespace() -> bool:
         os._exit(1)
     os.close(alive_read)
     return private_proc()
+
+
+def user_namespaces_work() -> bool:
+    """Whether `enter_user_namespace` goes through here, private /proc included: tried in a
+    forked process that ends at once (a few milliseconds, once per worker), because a failure
+    after its fork could not be undone."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if enter_user_namespace() else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 class PidNamespaces:

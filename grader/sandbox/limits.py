@@ -166,6 +166,44 @@ def drop_privileges(uid: int) -> list[str]:
     return applied
 
 
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> list[str]:
+    """Give up every capability for good: the bounding and ambient sets emptied, then the
+    effective, permitted and inheritable ones, with no_new_privs so nothing regains them. A
+    child that stays root (no uid drop), or one in the zygote's user namespace, would
+    otherwise keep CAP_SYS_ADMIN and CAP_SYS_PTRACE there: enough to move its private /proc
+    aside where seccomp or Landlock is missing. The child needs none after its namespaces and
+    limits are in place."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        # Refused (EPERM) without CAP_SETPCAP, when there is nothing to drop anyway, and
+        # EINVAL past this kernel's last capability: either way, on to the next.
+        for capability in range(64):
+            libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        header = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+        data = (_CapData * 2)()
+        dropped = libc.capset(ctypes.byref(header), data) == 0
+    except (OSError, AttributeError):
+        return []
+    finally:
+        ctypes.set_errno(0)  # landlock's wrapper reads errno, not prctl's return value
+    return ["no capabilities"] if dropped else []
+
+
 # What a child may read besides the Python installation, its submission and its scratch folder
 # (Landlock: everything else, such as solutions/, hidden cases and other students' files, is
 # refused by the kernel, root included).
@@ -244,7 +282,10 @@ def protected_targets(pids: list[int]) -> list[int]:
 # child was given (a fresh /proc over the host's).
 REFUSED_SYSCALLS = ("socket", "socketpair", "ptrace", "process_vm_readv", "process_vm_writev",
                     "tkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "mount",
-                    "umount2", "pivot_root", "setns", "unshare", "chroot", "open_by_handle_at")
+                    "umount2", "pivot_root", "setns", "unshare", "chroot", "open_by_handle_at",
+                    # the new mount API, which moves mounts without mount(2)
+                    "open_tree", "move_mount", "fsopen", "fsmount", "fsconfig", "fspick",
+                    "mount_setattr")
 SIGNAL_SYSCALLS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 
 

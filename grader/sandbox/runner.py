@@ -116,6 +116,9 @@ class Sandbox:
         self._counter = 0
         if user_namespace is None:
             user_namespace = os.geteuid() != 0
+        if user_namespace and self.run_as is not None:
+            # A user namespace maps only this uid: the drop to another would silently fail.
+            raise ValueError("a user namespace and a uid drop cannot both apply: pass run_as=None")
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "grader.sandbox.zygote", *labs,
              *(["--user-namespace"] if user_namespace else [])],

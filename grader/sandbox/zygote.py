@@ -33,6 +33,7 @@ from grader.sandbox.containment import (
     enter_user_namespace,
     sweep_children,
     sweep_uid,
+    user_namespaces_work,
 )
 from grader.sandbox.limits import release_freed_memory, warm_up_layers
 from grader.sandbox.protocol import Job, JobOutcome, StaticScan, TaskOutcome
@@ -321,7 +322,8 @@ def main(argv: list[str] | None = None) -> None:
     protocol_out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints from imports must not corrupt the protocol
     # First, while this process has one thread (unshare(CLONE_NEWUSER) needs that).
-    user_namespace = args.user_namespace and enter_user_namespace()
+    user_namespace = (args.user_namespace and user_namespaces_work()
+                      and enter_user_namespace())
     become_subreaper()
     containment = Containment(PidNamespaces(), user_namespace=user_namespace)
     import torch  # paid once, inherited by every child
@@ -343,8 +345,9 @@ def main(argv: list[str] | None = None) -> None:
         if not line.strip():
             continue
         job = Job.model_validate_json(line)
-        # In its own namespace the zygote is pid 1 there; its children see none of it.
-        zygote_pid = 0 if user_namespace else os.getpid()
+        # In a namespace of its own the zygote is pid 1 there, a number that in each child's
+        # own namespace is the child itself; the children see none of the zygote.
+        zygote_pid = 0 if os.getpid() == 1 else os.getpid()
         outcome = run_job(job.model_copy(update={"zygote_pid": zygote_pid}), containment)
         protocol_out.write(outcome.model_dump_json() + "\n")
 

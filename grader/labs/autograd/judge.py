@@ -1,4 +1,5 @@
-"""Grading-process side of the autograd lab: its cases, references and checks."""
+"""Grading-process side of the autograd lab: the checks table and the rules that judge the
+probes' records (the cases are plan.py's, the expected values reference.py's)."""
 
 from __future__ import annotations
 
@@ -171,8 +172,8 @@ def _add_t_untouched(case: Case, obs: dict[str, Any]) -> Finding | None:
 
 def _add_version(case: Case, obs: dict[str, Any]) -> Finding | None:
     if not obs["t_version_advanced"]:
-        return fail("version_unchanged", function="add_or_copy", tensor="t", version="v",
-                    where=_for(case))
+        return fail("version_unchanged", function="add_or_copy", tensor="t",
+                    version=obs["t_version"], where=_kind(case))
     return None
 
 

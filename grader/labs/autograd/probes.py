@@ -78,7 +78,8 @@ def probe_add_or_copy(add_or_copy: Any, case: Case, device: str, arena: Arena) -
         returned, error = call_student(add_or_copy, t, value)
     record: dict[str, Any] = {
         "error": error, "t_untouched": tensors.same_values(t, t_values)
-        and tensors._version(t) == t_version, "t_version_advanced": tensors._version(t) > t_version,
+        and tensors._version(t) == t_version, "t_version": t_version,
+        "t_version_advanced": tensors._version(t) > t_version,
     }
     if error is not None:
         return record
@@ -125,10 +126,9 @@ def probe_fixed_block(fixed_block: Any, case: Case, device: str, arena: Arena) -
     x_version, w_version = tensors._version(x), tensors._version(w)
     out, error = call_student(fixed_block, x, w)
     record: dict[str, Any] = {"error": error}
-    if error is None:
-        if not isinstance(out, torch.Tensor):
-            record["value_type"] = type(out).__name__
-            return record
+    if error is None and not isinstance(out, torch.Tensor):
+        record["value_type"] = type(out).__name__
+    elif error is None:
         record["value"] = tensors.values(out)
         _, record["backward_error"] = call_student(lambda: out.sum().backward())
         record["x_grad"], record["w_grad"] = _grad(x.grad), _grad(w.grad)

@@ -31,15 +31,28 @@ class UpdateLeafRecord(TypedDict):
 
 
 @with_config(STRICT)
-class AddOrCopyRecord(TypedDict):
+class AddOrCopyUnpaired(TypedDict):
+    """add_or_copy raised, or returned something that is not a pair."""
+
     error: ErrorRecord | None
     t_untouched: bool
+    t_version: int
     t_version_advanced: bool
     shape_of_return: NotRequired[str]
-    return_kind: NotRequired[str]
-    flag: NotRequired[bool | str]
-    result_is_t: NotRequired[bool]
-    result_is_tensor: NotRequired[bool]
+
+
+@with_config(STRICT)
+class AddOrCopyPaired(TypedDict):
+    """add_or_copy returned a pair (result, flag): what it was, and what it did."""
+
+    error: None
+    t_untouched: bool
+    t_version: int
+    t_version_advanced: bool
+    return_kind: str
+    flag: bool | str
+    result_is_t: bool
+    result_is_tensor: bool
     result_values: NotRequired[Tensor]
     backward_error: NotRequired[ErrorRecord | None]
     leaf_grad: NotRequired[Tensor | None]
@@ -87,7 +100,7 @@ class AliasRecord(TypedDict):
 
 _TYPES: dict[str, TypeAdapter[Any]] = {
     "update_leaf_": TypeAdapter(Failed | UpdateLeafRecord),
-    "add_or_copy": TypeAdapter(Failed | AddOrCopyRecord),
+    "add_or_copy": TypeAdapter(Failed | AddOrCopyUnpaired | AddOrCopyPaired),
     "fixed_block": TypeAdapter(Failed | BlockRecord),
     "fixed_block.allocation": TypeAdapter(Failed | AllocationRecord),
     "fixed_block.gradcheck": TypeAdapter(Failed | GradcheckRecord),

@@ -1,4 +1,5 @@
-"""Grading-process side of the optim lab: its cases, and the checks that judge observations.
+"""Grading-process side of the optim lab: the checks table and the rules that judge the
+probes' records (the cases are plan.py's, the expected values reference.py's).
 
 Each judge is a pure function from `Evidence` to a `Finding`; points come from rubric.toml.
 """
@@ -15,7 +16,6 @@ from grader.checks.allocation import judge_allocations
 from grader.checks.core import (
     Rule,
     Selector,
-    first_of,
     judge_cases,
     plain_leaf,
     storage_kept,
@@ -78,8 +78,10 @@ def _zg_selector(in_place: bool | None) -> Selector:
 def _per_grad(rule: Callable[[Case, int, str, dict[str, Any]], Finding | None]) -> Rule:
     """A zero_grad rule applied to each parameter of a case: (case, index, grad kind, obs)."""
     def per_case(case: Case, observed: dict[str, Any]) -> Finding | None:
-        return first_of(rule(case, index, case["grads"][index], obs)
-                        for index, obs in enumerate(observed.get("params", [])))
+        for index, obs in enumerate(observed.get("params", [])):
+            if (found := rule(case, index, case["grads"][index], obs)) is not None:
+                return found
+        return None
 
     return per_case
 
@@ -229,8 +231,10 @@ def _witness_trajectory(steps: list[dict[str, Any]], memory: list[torch.Tensor])
 def _per_param(rule: Callable[[Case, int, dict[str, Any]], Finding | None]) -> Rule:
     """A rule applied to each parameter of a case: (case, index, observation)."""
     def per_case(case: Case, observed: dict[str, Any]) -> Finding | None:
-        return first_of(rule(case, index, obs)
-                        for index, obs in enumerate(observed.get("params", [])))
+        for index, obs in enumerate(observed.get("params", [])):
+            if (found := rule(case, index, obs)) is not None:
+                return found
+        return None
 
     return per_case
 
@@ -381,10 +385,13 @@ def _each_step(cls: str, rule: StepRule) -> Rule:
         raised = _step_error(cls, case, steps)
         if raised is not None and not _missing_guard_case(case):
             return raised
-        ran = [record for record in steps if not record.get("error")]
-        return first_of(rule(case, step, index, obs)
-                        for step, record in enumerate(ran)
-                        for index, obs in enumerate(record["params"]))
+        for step, record in enumerate(steps):
+            if record.get("error"):
+                break  # the steps after one that raised did not run
+            for index, obs in enumerate(record["params"]):
+                if (found := rule(case, step, index, obs)) is not None:
+                    return found
+        return None
 
     return per_case
 

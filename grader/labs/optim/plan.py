@@ -49,8 +49,10 @@ def _sgd_step_cases() -> list[Case]:
         {**base, "id": "allocation", "dtype": "float32", "lr": 0.1, "measure": "allocation",
          "shapes": [[512, 512]], "grads": ["normal"]},
         # Every dtype graded is measured: a `.float()` detour copies a float64 parameter only.
+        # The dispatch tracker names that copy; the other meters ran on the float32 case.
         {**base, "id": "allocation_float64", "dtype": "float64", "lr": 0.01,
-         "measure": "allocation", "shapes": [[512, 512]], "grads": ["normal"]},
+         "measure": "allocation", "meters": "dispatch", "shapes": [[128, 128]],
+         "grads": ["normal"]},
     ]
 
 
@@ -105,7 +107,9 @@ def _optimizer_cases(cls: str, configs: dict[str, dict[str, Any]],
             "probe": "trajectory", "class": cls, "id": f"trajectory.{name}", "seed": 31,
             "dtype": "float64" if name.startswith("float64") else "float32",
             "iterable": "generator" if name in ("plain", "default") else "list",
-            "shapes": SHAPES, "steps": STEPS, "config": config,
+            # The config with parameters without a gradient (at steps 3 and 4) needs 6 steps.
+            "shapes": SHAPES, "steps": 6 if name == "skips_missing" else STEPS,
+            "config": config,
             # Parameters without a gradient at some steps: a config of its own (see below).
             "none_grads": [[1, 2], [1, 3]] if name == "skips_missing" else [],
             "zero_grads": [[0, 4]] if name == "weight_decay" else [],

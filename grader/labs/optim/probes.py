@@ -49,7 +49,7 @@ def warm_up() -> None:
 
 
 def _draw_every_case() -> None:
-    """Draw each case's inputs once here; the children copy them (cases.py caches)."""
+    """Draw each case's inputs once here; the children copy them (inputs.py caches)."""
     from grader.labs.optim.plan import lab_cases
 
     for function in LAB_NAMES:
@@ -122,6 +122,15 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str,
     # State cases: the parameters live in the arena, which the grader reads itself.
     params = arena.share(case["id"], build_params(case, device))
     attach_grads(params, case["grads"], case["seed"])
+    if case.get("measure") == "allocation" and case.get("meters") == "dispatch":
+        # The dispatch tracker only: a dtype's own case, where what is sought is an aten op
+        # (a `.float()` copy) that the tracker names; the float32 case runs every meter.
+        with torch.no_grad(), AllocationTracker([*params, *(p.grad for p in params)]) as tracker:
+            _, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
+        largest = max(params, key=lambda p: p.numel())
+        return {"error": error, "allocations": tracker.events, "numel": largest.numel(),
+                "nbytes": largest.numel() * largest.element_size(), "host_peak_bytes": 0,
+                "profiler_peak_bytes": 0, "profiler_peak_op": None}
     if case.get("measure") == "allocation":
         arguments = [*params, *(p.grad for p in params)]
         with torch.no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import TypeAdapter, with_config
-from typing_extensions import TypedDict
+from typing_extensions import Required, TypedDict
 
 from grader.labs.records import (
     STRICT,
-    AllocationRecord,
     ErrorRecord,
     Failed,
+    MeteredAllocationRecord,
     Tensor,
     TensorState,
 )
@@ -50,13 +50,33 @@ class SgdStepRecord(TypedDict):
 
 
 @with_config(STRICT)
+class StateEntry(TypedDict):
+    """A state tensor of the optimizer, judged from the step torch keeps it from."""
+
+    same_object: bool
+    same_ptr: bool
+
+
+@with_config(STRICT)
+class OptimizerState(TypedDict, total=False):
+    """What probes.py _optimizer_state found in `optimizer.state[p]`: `missing` always;
+    each state key of the class (None where the entry is not a tensor), and `step`."""
+
+    missing: Required[bool]
+    momentum_buffer: StateEntry | None
+    exp_avg: StateEntry | None
+    exp_avg_sq: StateEntry | None
+    step: float | None
+
+
+@with_config(STRICT)
 class StepParam(TypedDict):
     values: Tensor
     state_before: TensorState
     state_after: TensorState
     had_grad: bool
     grad_untouched: bool
-    state: dict[str, Any]  # the optimizer's state entries for this parameter (probes.py)
+    state: OptimizerState
 
 
 @with_config(STRICT)
@@ -87,7 +107,7 @@ class OptimizerZeroGradRecord(TypedDict):
 _BY_PROBE: dict[str, TypeAdapter[Any]] = {
     "zero_grad": TypeAdapter(Failed | ZeroGradRecord),
     "sgd_step": TypeAdapter(Failed | SgdStepRecord),
-    "sgd_step.allocation": TypeAdapter(Failed | AllocationRecord),
+    "sgd_step.allocation": TypeAdapter(Failed | MeteredAllocationRecord),
     "trajectory": TypeAdapter(Failed | TrajectoryRecord),
     "validation": TypeAdapter(Failed | ValidationRecord),
     "optimizer_zero_grad": TypeAdapter(Failed | OptimizerZeroGradRecord),

@@ -1,4 +1,5 @@
-"""Grading-process side of tensor_ops: the cases, and the checks that judge observations."""
+"""Grading-process side of tensor_ops: the checks table and the rules that judge the probes'
+records (the cases are plan.py's)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import torch
 
 from grader.checks.allocation import judge_allocations
-from grader.checks.core import Selector, each_case
+from grader.checks.core import Selector, each_case, judge_cases
 from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
@@ -47,7 +48,7 @@ def expected(case: Case) -> tuple[torch.Tensor, torch.Tensor]:
 def _describe(case: Case) -> Any:
     details = "".join(f", {k}={v}" for k, v in case.get("kwargs", {}).items())
     return phrase("tensor_case", dtype=case["dtype"], layout=phrase(f"layout_{case['layout']}"),
-                  fill=phrase(f"fill_{case['fill']}"), details=details)
+                  fill=phrase(f"fill_{case.get('fill', 'normal')}"), details=details)
 
 
 def _in(*groups: str) -> Selector:
@@ -221,24 +222,21 @@ REJECTED = {"clamp_": "clamp_accepts_no_bounds", "axpy_": "axpy_accepts_wider_x"
 
 def judge_rejects(function: str) -> Callable[[Evidence], Finding]:
     """A call torch's own op refuses raises here too, leaving the argument as it was."""
-    def judge(evidence: Evidence) -> Finding:
-        for case in _cases(evidence, "rejects"):
-            observed = evidence.cases.get(case["id"])
-            if observed is None:
-                return fail("no_observation", function=function, case=case["id"])
-            raised = observed["raised"]
-            if raised is not None and raised["type"] == "NotImplementedError":
-                return fail("not_implemented", function=function)
-            if raised is None or "Exception" not in raised["bases"]:
-                return fail(REJECTED[function], function=function,
-                            x_shape=list(case.get("other_shape", [])),
-                            y_shape=LAYOUTS[case["layout"]])
-            if not observed["untouched"]:
-                return fail("input_modified", function=function,
-                            tensor=_first_arg(function), where="")
-        return PASS
+    def rule(case: Case, observed: dict[str, Any]) -> Finding | None:
+        raised = observed["raised"]
+        if raised is not None and raised["type"] == "NotImplementedError":
+            return fail("not_implemented", function=function)
+        if raised is None or "Exception" not in raised["bases"]:
+            return fail(REJECTED[function], function=function,
+                        x_shape=list(case.get("other_shape", [])),
+                        y_shape=LAYOUTS[case["layout"]])
+        if not observed["untouched"]:
+            return fail("input_modified", function=function, tensor=_first_arg(function),
+                        where="")
+        return None
 
-    return judge
+    # A missing function's record holds only its error: each_case reports it.
+    return judge_cases(function, _in("rejects"), rule)
 
 
 def _first_arg(function: str) -> str:

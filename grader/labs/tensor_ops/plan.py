@@ -47,7 +47,7 @@ def logical_shape(layout: str) -> list[int]:
 
 
 def _case(function: str, group: str, number: int, *, dtype: str, layout: str, variant: dict,
-          fill: str = "normal", measure: str = "state") -> Case | None:
+          fill: str = "normal", measure: str = "state", meters: str = "") -> Case | None:
     shape = logical_shape(layout)
     kwargs = variant.get("kwargs", {})
     if "dim" in kwargs and len(shape) < 2:
@@ -63,10 +63,12 @@ def _case(function: str, group: str, number: int, *, dtype: str, layout: str, va
         "id": f"{group}.{number}", "group": group, "function": function, "dtype": dtype,
         "layout": layout, "fill": fill, "measure": measure,
         # Allocation cases measure memory, not values: they share inputs (drawn once, in the
-        # zygote, and copied by each child; see cases.py).
+        # zygote, and copied by each child; see inputs.py).
         "seed": 1 if measure == "allocation" else 1000 + number,
         "args": variant.get("args", SPECS[function]["args"]), "kwargs": kwargs,
     }
+    if meters:
+        case["meters"] = meters  # "dispatch": the dispatch tracker alone (probes.py)
     other = variant.get("other")
     if other == "same":
         case["other_shape"] = shape
@@ -114,7 +116,8 @@ def _lab_cases(function: str) -> tuple[Case, ...]:
     # torch's own reductions upcast a float16 input to a full-size buffer inside the op,
     # so correct code would fail.)
     planned.append(("allocation", {"dtype": "float64", "layout": "large",
-                                   "variant": variants[0], "measure": "allocation"}))
+                                   "variant": variants[0], "measure": "allocation",
+                                   "meters": "dispatch"}))
     cases = [_case(function, group, number, **details)
              for number, (group, details) in enumerate(planned)]
     if function == "clamp_":  # neither bound, like torch.clamp(x)

@@ -27,7 +27,7 @@ LAB_NAMES = ["relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardi
 
 def warm_up() -> None:
     """Runs once in the zygote, so every child inherits it: the meters' one-time start-up, and
-    every case's inputs drawn once (cases.py caches them; a child copies instead of drawing)."""
+    every case's inputs drawn once (inputs.py caches them; a child copies instead of drawing)."""
     from grader.labs.tensor_ops.plan import lab_cases
 
     warm_up_meters()
@@ -81,6 +81,14 @@ def probe_allocation(function: Any, case: Case, device: str, arena: Arena) -> di
     x = view_of(base, case["layout"])
     other = build_other(case, device)
     args = build_args(case, x, other)
+    if case.get("meters") == "dispatch":
+        # The dispatch tracker only: a dtype's own case, where what is sought is an aten op
+        # (a `.float()` copy) that the tracker names; the float32 cases run every meter.
+        with torch.no_grad(), AllocationTracker([x, other]) as tracker:
+            _, error = call_student(function, *args, **case.get("kwargs", {}))
+        return {"error": error, "allocations": tracker.events, "numel": x.numel(),
+                "nbytes": x.numel() * x.element_size(), "host_peak_bytes": 0,
+                "profiler_peak_bytes": 0, "profiler_peak_op": None, "cuda_peak_bytes": 0}
     cuda = device == "cuda"
     if cuda:
         torch.cuda.synchronize()

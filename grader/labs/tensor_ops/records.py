@@ -9,9 +9,9 @@ from typing_extensions import TypedDict
 
 from grader.labs.records import (
     STRICT,
-    AllocationRecord,
     ErrorRecord,
     Failed,
+    MeteredAllocationRecord,
     Tensor,
     TensorState,
 )
@@ -40,7 +40,7 @@ class RejectsRecord(TypedDict):
 
 _BY_MEASURE: dict[str, TypeAdapter[Any]] = {
     "state": TypeAdapter(Failed | StateRecord),
-    "allocation": TypeAdapter(Failed | AllocationRecord),
+    "allocation": TypeAdapter(Failed | MeteredAllocationRecord),
     "rejects": TypeAdapter(Failed | RejectsRecord),
 }
 
