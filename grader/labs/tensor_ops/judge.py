@@ -33,10 +33,6 @@ from grader.labs.tensor_ops.plan import (
 from grader.labs.tensor_ops.records import record_type
 
 
-def _cases(evidence: Evidence, *groups: str) -> list[Case]:
-    return evidence.planned(lambda c: c["group"] in groups)
-
-
 @cached_by_content
 def expected(case: Case) -> tuple[torch.Tensor, torch.Tensor]:
     """(argument, base) expected after the call; cached, as cases are fixed and seeded."""
