@@ -3,7 +3,7 @@ correct-idiom files of the tests, grade it, and report beside a bare torch impor
 
 Prints submissions per second, the per-submission overhead beyond the submission's own probe
 time, and the grader's memory at start and end. Usage:
-    python bench/grade_class.py [--n 1000] [--workers 2] [--lab optim]
+    python bench/grade_class.py [--n 1000] [--workers 2] [--lab optim] [--from DIR]
 """
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ def cpu_ms(before: resource.struct_rusage, after: resource.struct_rusage,
             (after.ru_stime - before.ru_stime) * 1000 / n)
 
 
-def build_class(lab: str, n: int, folder: Path) -> None:
-    sources = sorted((ROOT / "tests" / "submissions" / lab).glob("*.py"))
+def build_class(sources_folder: Path, n: int, folder: Path) -> None:
+    """N submissions cycled from the folder's files: two trees compared side by side grade the
+    same class when given the same folder."""
+    sources = sorted(sources_folder.glob("*.py"))
     for index in range(n):
         shutil.copy(sources[index % len(sources)], folder / f"student{index:05d}.py")
 
@@ -55,7 +57,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--lab", default="optim")
+    parser.add_argument("--from", dest="sources", type=Path, default=None,
+                        help="folder of submissions to cycle (default: the tests' named ones)")
     args = parser.parse_args()
+    sources = args.sources or ROOT / "tests" / "submissions" / args.lab
 
     from grader.batch import BatchOptions, grade_class
     from grader.engine import CheckOptions
@@ -64,7 +69,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subs, out = Path(tmp) / "subs", Path(tmp) / "out"
         subs.mkdir()
-        build_class(args.lab, args.n, subs)
+        build_class(sources, args.n, subs)
         elapsed: list[float] = []
         probes: list[float] = []
         start_rss = rss_mib()

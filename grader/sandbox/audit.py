@@ -35,6 +35,7 @@ import _thread
 import os
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType, FrameType, FunctionType, ModuleType
 from typing import Any
@@ -80,9 +81,40 @@ class Refused(PermissionError):
     """What the submission's code sees when the hook refuses it."""
 
 
+@dataclass(frozen=True)
+class LoadedModules:
+    """The modules of torch and of the grader loaded now, by identity and by source file:
+    running one of their files again is a reload.
+
+    The zygote makes this once (`loaded_modules`) and every child inherits it: its children
+    hold exactly the zygote's modules, and walking some 2,000 modules in each child would
+    touch, and so copy, about 1,600 of the zygote's pages there (bench/sandbox_layers.py)."""
+
+    prefixes: tuple[str, ...]
+    ids: dict[int, str]
+    files: dict[str, str]
+    count: int  # len(sys.modules) when it was made
+
+    def current(self, prefixes: tuple[str, ...]) -> LoadedModules:
+        """This index where it still describes sys.modules, else a fresh one (a module was
+        imported or dropped since, or other prefixes are asked for)."""
+        if prefixes == self.prefixes and len(sys.modules) == self.count:
+            return self
+        return loaded_modules(prefixes)
+
+
+def loaded_modules(prefixes: tuple[str, ...]) -> LoadedModules:
+    modules = [(name, module) for name, module in list(sys.modules.items())
+               if module is not None and name.startswith(prefixes)]
+    files = {_source_file(module): name for name, module in modules}
+    files.pop("", None)
+    return LoadedModules(prefixes=prefixes, ids={id(module): name for name, module in modules},
+                         files=files, count=len(sys.modules))
+
+
 def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
             report: Callable[[str], None], report_call: Callable[[str], None],
-            protected_prefixes: tuple[str, ...]) -> None:
+            protected_prefixes: tuple[str, ...], loaded: LoadedModules | None = None) -> None:
     """Install the hook for the rest of this process's life.
 
     `trusted_roots`: folders whose code is the interpreter's, the installed packages' or the
@@ -90,7 +122,8 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
     student folder inside a trusted one stays untrusted). `report` tells the zygote, once per
     distinct refusal in each task; `report_call` relays a forbidden package's call
     (checks/policy.py). `protected_prefixes`: module names whose code must not run again
-    (torch, grader): a reload would replace what the grader wrapped or relies on.
+    (torch, grader): a reload would replace what the grader wrapped or relies on; `loaded`
+    indexes them where the caller has made that index already (the zygote, for its children).
 
     Everything the hook reads is bound here, in its closure: nothing a submission can reach
     (no module global, no builtin looked up at call time) changes what it decides.
@@ -109,11 +142,9 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
     subclass_event, task_event = SUBCLASS_EVENT, TASK_EVENT
     refused = Refused
     # Modules that exist now: running their code again is a reload.
-    loaded = {id(module): name for name, module in list(modules.items())
-              if module is not None and name.startswith(protected_prefixes)}
-    files = {_source_file(module): name for name, module in list(modules.items())
-             if module is not None and name.startswith(protected_prefixes)}
-    files.pop("", None)
+    index = (loaded.current(protected_prefixes) if loaded is not None
+             else loaded_modules(protected_prefixes))
+    loaded_ids, files = index.ids, index.files
     busy: set[int] = set()
     reported: set[str] = set()
 
@@ -183,7 +214,7 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
             code = args[0]
             if is_instance(code, code_type) and code.co_name == "<module>":
                 reloaded = files.get(code.co_filename)
-                if reloaded is not None and id(modules.get(reloaded)) in loaded:
+                if reloaded is not None and id(modules.get(reloaded)) in loaded_ids:
                     refuse(f"reloading {reloaded}")
         elif event == "open":
             path = args[0]

@@ -33,7 +33,10 @@ TRUSTED_PATH = ("json", "json.encoder", "json.decoder", "struct", "os", "posix",
                 "io", "traceback", "linecache", "functools")
 
 
-def _watched() -> dict[str, Any]:
+def watched() -> dict[str, Any]:
+    """The namespaces watched, by qualified name. The zygote finds them once for all its
+    children (they hold the same modules): the walk over sys.modules would otherwise copy
+    a page of the zygote's memory per module into every child."""
     import json.encoder
 
     import torch
@@ -49,13 +52,13 @@ def _watched() -> dict[str, Any]:
             "json.JSONEncoder": json.encoder.JSONEncoder, **trusted, **grader}
 
 
-def watch() -> Callable[[], list[str]]:
-    """Snapshot now; the returned function lists what was replaced or deleted since (at most
-    20 qualified names)."""
+def watch(spaces: dict[str, Any] | None = None) -> Callable[[], list[str]]:
+    """Snapshot `spaces` (default: `watched()`) now; the returned function lists what was
+    replaced or deleted since (at most 20 qualified names)."""
     identity, namespace, is_instance = builtins.id, builtins.vars, builtins.isinstance
     is_module, is_class = ModuleType, type
     modules = sys.modules
-    spaces = _watched()
+    spaces = dict(watched() if spaces is None else spaces)
     before = {name: {attr: identity(value) for attr, value in list(namespace(space).items())}
               for name, space in spaces.items()}
 

@@ -25,6 +25,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from grader.sandbox import wire
 from grader.sandbox.containment import (
@@ -37,6 +38,9 @@ from grader.sandbox.containment import (
 )
 from grader.sandbox.limits import release_freed_memory, warm_up_layers
 from grader.sandbox.protocol import Job, JobOutcome, StaticScan, TaskOutcome
+
+if TYPE_CHECKING:  # child.py imports torch, which must wait for the user namespace
+    from grader.sandbox.child import Inherited
 
 LINE_LIMIT = 64 * 1024  # bytes in one progress line; longer is a protocol violation
 INTEGRITY_LIMIT = 20  # integrity events kept per task
@@ -114,14 +118,15 @@ def _first_line(text: str) -> tuple[list[object], StaticScan]:
 class _Child:
     """One forked child and its progress pipe, read until it ends or a deadline passes."""
 
-    def __init__(self, job: Job, first_task: int, namespaces: PidNamespaces) -> None:
+    def __init__(self, job: Job, first_task: int, containment: Containment) -> None:
         from grader.sandbox.child import child_main
 
         read_fd, write_fd = os.pipe()
-        pid = namespaces.fork()
+        pid = containment.namespaces.fork()
         if pid == 0:
             os.close(read_fd)
-            child_main(job, first_task=first_task, progress_fd=write_fd)  # never returns
+            child_main(job, first_task=first_task, progress_fd=write_fd,
+                       inherited=containment.inherited)  # never returns
         os.close(write_fd)
         self.pid = pid
         self._pipe = os.fdopen(read_fd, "rb", buffering=0)
@@ -200,6 +205,7 @@ class Containment:
     """What ends a job's processes here, and the names the report gives it."""
 
     namespaces: PidNamespaces
+    inherited: Inherited  # what every child starts with (child.prepare)
     user_namespace: bool = False  # the zygote runs in a user namespace of its own
 
     def protections(self, job: Job) -> list[str]:
@@ -233,7 +239,7 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
     next_task = 0
     stamp = wire.stamp(job.nonce)
     while next_task < len(job.tasks) or api_outcome is None:
-        child = _Child(job, next_task, containment.namespaces)
+        child = _Child(job, next_task, containment)
         children += 1
         progress = Progress(next_task=next_task, tasks=len(job.tasks),
                             recorded=lambda index: _recorded(job.tasks[index].result_path,
@@ -325,13 +331,16 @@ def main(argv: list[str] | None = None) -> None:
     user_namespace = (args.user_namespace and user_namespaces_work()
                       and enter_user_namespace())
     become_subreaper()
-    containment = Containment(PidNamespaces(), user_namespace=user_namespace)
+    namespaces = PidNamespaces()
     import torch  # paid once, inherited by every child
+
+    from grader.sandbox import child
 
     warm_up_layers()
     for lab in args.labs:
         probes = importlib.import_module(f"grader.labs.{lab}.probes")
         probes.warm_up()  # pay one-time lazy imports once, not in every child
+    containment = Containment(namespaces, child.prepare(), user_namespace=user_namespace)
     if torch.cuda.is_initialized():  # children could not use CUDA after this fork
         print("zygote: CUDA was initialised during warm-up; CUDA tasks will fail",
               file=sys.stderr)
