@@ -85,7 +85,11 @@ def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
                     break
         return hits
 
-    evidence = {name: found(nodes) for name, nodes in definitions.items()}
+    # Each statement's findings, found once: a definition's own, the module's and the
+    # file's are the first of them in order (each list is cut at the same limit).
+    hits = [(stmt, found(nodes)) for stmt, nodes in source.statements]
+    evidence = {stmt.name: found_here for stmt, found_here in hits
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     references = {name: {sub.id for sub in nodes if isinstance(sub, ast.Name)} & set(definitions)
                   for name, nodes in definitions.items()}
     changed = True
@@ -98,8 +102,10 @@ def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
             if tainted:
                 evidence[name] = [f"calls {tainted[0]}: {evidence[tainted[0]][0]}"]
                 changed = True
-    module = found(tuple(node for stmt, nodes in source.top_level() for node in nodes))
-    anywhere = found(tuple(source.nodes))
+    top_level = {id(stmt) for stmt, _ in source.top_level()}
+    module = [hit for stmt, found_here in hits if id(stmt) in top_level
+              for hit in found_here][:EVIDENCE_LIMIT]
+    anywhere = [hit for _, found_here in hits for hit in found_here][:EVIDENCE_LIMIT]
     return Attributed({name: evidence.get(name, []) for name in names}, module, anywhere)
 
 
