@@ -102,8 +102,8 @@ def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
             if tainted:
                 evidence[name] = [f"calls {tainted[0]}: {evidence[tainted[0]][0]}"]
                 changed = True
-    top_level = {id(stmt) for stmt, _ in source.top_level()}
-    module = [hit for stmt, found_here in hits if id(stmt) in top_level
+    top_level = {stmt for stmt, _ in source.top_level()}  # nodes hash by identity
+    module = [hit for stmt, found_here in hits if stmt in top_level
               for hit in found_here][:EVIDENCE_LIMIT]
     anywhere = [hit for _, found_here in hits for hit in found_here][:EVIDENCE_LIMIT]
     return Attributed({name: evidence.get(name, []) for name in names}, module, anywhere)

@@ -19,6 +19,7 @@ causing one.
 from __future__ import annotations
 
 import builtins
+import operator
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -54,18 +55,27 @@ def watched() -> dict[str, Any]:
 
 def watch(spaces: dict[str, Any] | None = None) -> Callable[[], list[str]]:
     """Snapshot `spaces` (default: `watched()`) now; the returned function lists what was
-    replaced or deleted since (at most 20 qualified names)."""
-    identity, namespace, is_instance = builtins.id, builtins.vars, builtins.isinstance
-    listing, mapped = builtins.list, builtins.map
+    replaced or deleted since (at most 20 qualified names).
+
+    The snapshot holds the values themselves and compares them by identity (`is`), never
+    with `==` (which a planted object could answer) nor with `id()`, which raises an audit
+    event each time: under the child's hook, that made one comparison 0.9 ms instead of 0.2."""
+    namespace, is_instance, listing, mapped = builtins.vars, builtins.isinstance, builtins.list, \
+        builtins.map
+    every, same, length = builtins.all, operator.is_, builtins.len
     is_module, is_class = ModuleType, type
     modules = sys.modules
     spaces = dict(watched() if spaces is None else spaces)
-    before = {name: {attr: identity(value) for attr, value in list(namespace(space).items())}
-              for name, space in spaces.items()}
-    # Each namespace's names and its values' ids, in order: comparing them is a C loop, so a
-    # namespace left as it was costs microseconds (the loop below, about 1 ms per call).
+    before = {name: dict(namespace(space)) for name, space in spaces.items()}
+    # Each namespace's names and values, in order: comparing them is a C loop, so a
+    # namespace left as it was costs microseconds (the loop below, about a millisecond).
     fingerprints = {name: (list(attributes), list(attributes.values()))
                     for name, attributes in before.items()}
+
+    def unchanged(name: str, now: Any) -> bool:
+        names, values = fingerprints[name]
+        return (length(now) == length(names) and listing(now) == names
+                and every(mapped(same, now.values(), values)))
 
     def changes() -> list[str]:
         found: list[str] = []
@@ -75,11 +85,10 @@ def watch(spaces: dict[str, Any] | None = None) -> Callable[[], list[str]]:
                 found.append(name)  # a module replaced in sys.modules
                 continue
             now = namespace(space)
-            names, ids = fingerprints[name]
-            if listing(now) == names and listing(mapped(identity, now.values())) == ids:
+            if unchanged(name, now):
                 continue
             for attr, was in attributes.items():
-                if attr not in now or (identity(now[attr]) != was
+                if attr not in now or (now[attr] is not was
                                        and not is_instance(now[attr], is_module)):
                     found.append(f"{name}.{attr}")
             if is_instance(space, is_class):  # on a class, a new name shadows an inherited one

@@ -6,7 +6,7 @@ import struct
 import pytest
 import torch
 
-from grader.sandbox.wire import ALIGN, WireError, dumps, loads
+from grader.sandbox.wire import ALIGN, DTYPES, WireError, dumps, loads
 
 
 def test_tensors_and_plain_data_round_trip() -> None:
@@ -19,6 +19,22 @@ def test_tensors_and_plain_data_round_trip() -> None:
         assert got.dtype == sent.dtype and torch.equal(got, sent)
     assert torch.equal(back["view"], record["view"])
     assert back["plain"]["pair"] == [1, "a"] and back["plain"]["none"] is None
+
+
+def test_every_dtype_round_trips_bit_for_bit_at_aligned_offsets() -> None:
+    """The body is filled by one torch copy of every tensor and its padding: each dtype's
+    bytes land where its entry says, odd sizes included, grads and views detached."""
+    sent = [(torch.arange(7) % 3).to(dtype) for dtype in DTYPES.values()]
+    sent += [torch.randn(5, requires_grad=True), torch.randn(3, 4)[:, 1],
+             torch.tensor(-0.0), torch.tensor(float("nan"), dtype=torch.float16)]
+    data = dumps({"all": sent})
+    back = loads(data)["all"]
+    header = json.loads(data[8:8 + struct.unpack("<Q", data[:8])[0]])
+    for got, original, entry in zip(back, sent, header["all"], strict=True):
+        assert entry["__tensor__"][0] % ALIGN == 0
+        assert got.dtype == original.dtype and got.shape == original.shape
+        assert torch.equal(got.view(-1).view(torch.uint8),
+                           original.detach().contiguous().view(-1).view(torch.uint8))
 
 
 def test_objects_travel_as_text_never_as_objects() -> None:
