@@ -27,6 +27,7 @@ from grader.hidden import (
     resolve,
     variant_observations,
 )
+from grader.import_failure import import_failure, import_finding, not_imported, tampered
 from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name
 from grader.labs.base import CheckSpec, Evidence, Lab
 from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
@@ -142,26 +143,28 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
         lab_obj, skipped, context.rubric, options.lang)
     report = _report(lab, str(submission.path), checks, started)
     protections = list(dict.fromkeys([*Sandbox.protections, *observed.job.protections]))
+    problem = observed.import_problem
+    failed_import = None if problem is None or tampered(problem) else import_failure(
+        problem, submission, observed.job.api, lang=options.lang, log=observed.job.log)
     return report.model_copy(update={"probe_s": round(observed.probe_s, 4),
+                                     "import_error": failed_import,
                                      "protections": protections,
                                      "integrity": observed.job.outcome.static.anywhere})
 
 
 def error_report(*, lab: str, submission: str, error: str, options: CheckOptions) -> Report:
     """A report for a submission that could not be graded at all (unreadable, empty, missing):
-    score 0 out of the points it could have earned, with the reason."""
+    score 0, the reason, and a row per function worth the points it could have earned (the
+    runtime rows of a dead submission), so that a gradebook shows the lab's maxima for it."""
     lab_obj = get_lab(lab)
     devices, _ = resolve_devices(options.device)
     rubric = effective_rubric(lab_obj, options.rubric_override)
     plan = hidden_plan(lab_obj, options.hidden)
-    visible = hidden = 0.0
-    for function in lab_obj.functions:
-        for index, _device in enumerate(devices):  # as the runtime rows of a dead submission
-            points = unit_points_split(lab_obj, function, rubric, plan, shared=index == 0)
-            visible, hidden = visible + points.visible, hidden + points.hidden
-    report = _report(lab, submission, [], time.monotonic())
-    return report.model_copy(update={"max_score": round(visible + hidden, 6), "error": error,
-                                     "hidden_max_score": round(hidden, 6)})
+    problem = fail("not_gradable", error=error)
+    rows = [row for function in lab_obj.functions for index, device in enumerate(devices)
+            for row in _runtime_results(lab_obj, function, device, problem, rubric,
+                                        options.lang, "", plan, include_shared=index == 0)]
+    return _report(lab, submission, rows, time.monotonic()).model_copy(update={"error": error})
 
 
 def _report(lab: str, submission: str, checks: list[CheckResult], started: float) -> Report:
@@ -359,7 +362,8 @@ def observe(sandbox: Sandbox, context: GradingContext, submission: Submission) -
                               search_path=submission.search_path,
                               forbidden_package=lab.forbidden_package)
         problem = _problem(job.outcome.api_status, job.outcome.api_signal,
-                           job.outcome.api_exit_code, job.api, "import", limits, submission,
+                           job.outcome.api_exit_code, job.api, submission.path.name, limits,
+                           submission,
                            integrity=job.outcome.api_integrity, detail=job.outcome.api_detail)
         if secret and problem is None:
             hidden_job = sandbox.run_job(lab=lab.name, submission=target, tasks=secret,
@@ -375,12 +379,15 @@ def judge_submission(context: GradingContext, submission: Submission,
     What the hidden child says stays with the hidden results, but for the forbidden-package
     calls it makes: a use on hidden cases only is still a use."""
     lab, options, job = context.lab, context.options, observed.job
-    if observed.import_problem is not None:
+    if observed.import_problem is not None:  # told once, in the report's import_error
+        problem = observed.import_problem
         return [row for function in lab.functions
                 for index, device in enumerate(context.devices)
-                for row in _runtime_results(lab, function, device, observed.import_problem,
-                                            context.rubric, context.lang, job.log,
-                                            context.plan, include_shared=index == 0)]
+                for row in _runtime_results(
+                    lab, function, device, problem if tampered(problem)
+                    else not_imported(function, submission), context.rubric, context.lang,
+                    job.log if tampered(problem) else "", context.plan,
+                    include_shared=index == 0)]
     assert job.api is not None
     api, scan = job.api["api"], job.outcome.static
     results: list[CheckResult] = []
@@ -655,10 +662,7 @@ def _problem(status: str, signal_number: int | None, exit_code: int | None,
         return fail("no_result", function=function)
     error = record.get("import_error")
     if error is not None:
-        key = "import_error_notebook" if submission.path.suffix == ".ipynb" else "import_error"
-        return fail(key, debug=error.get("traceback", ""),
-                    error_type=error["type"], error=error["message"],
-                    location=error.get("location", ""), filename=submission.path.name)
+        return import_finding(error, submission)
     return None
 
 

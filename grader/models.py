@@ -50,6 +50,29 @@ class CheckResult(BaseModel):
                          "until released (an instructor's hidden case or hidden check).")
 
 
+class ImportFailure(BaseModel):
+    """Why the file did not import: one block in every output, where each function's row
+    says only that it was not graded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(description="The student's own file name.")
+    error_type: str = Field(description="The exception's type, or how the import ended "
+                            "(timeout, signaled, exited).")
+    error: str = Field(default="", description="The exception's message.")
+    line: int | None = Field(default=None, description="Line in the file (a notebook: in its "
+                             "joined code cells).")
+    cell: int | None = Field(default=None, description="A notebook's cell (1 = its first).")
+    cell_line: int | None = Field(default=None, description="The line within that cell.")
+    code: str = Field(default="", description="The line that failed.")
+    missing_module: str = Field(default="", description="A module the grader does not have.")
+    message: str = ""
+    expected: str = ""
+    got: str = ""
+    hint: str = ""
+    debug: str = Field(default="", description="The traceback, in the student's file names.")
+
+
 class Report(BaseModel):
     """The result of grading one submission (SPEC: the JSON report)."""
 
@@ -60,9 +83,11 @@ class Report(BaseModel):
     student: str = Field(default="", description="Set by batch grading.")
     submission_hash: str = Field(default="", description="sha256 of what was graded (resume).")
     error: str = Field(default="", description="Why the submission could not be graded at all.")
+    import_error: ImportFailure | None = Field(
+        default=None, description="Why the file did not import (its rows say not graded).")
     hidden_max_score: float = Field(
-        default=0.0, description="Of max_score, the hidden points no check row carries (a "
-        "submission that could not be graded has no rows); withheld from students like them.")
+        default=0.0, description="Of max_score, the hidden points no check row carries; "
+        "withheld from students like them.")
     score: float
     max_score: float
     checks: list[CheckResult]

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader import feedback
-from grader.models import CheckResult, Report
+from grader.models import CheckResult, ImportFailure, Report
 
 MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim")}
 
@@ -46,9 +46,13 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
                       f"{check.score:g}/{check.max_score:g}")
     console.print(table)
     failed = [c for c in graded if c.status == "failed"]
-    for same in group_failures(failed):
+    if report.import_error is not None:  # one block: the rows only say "not graded"
         console.print()
-        _print_failure(console, same[0], lang=lang, debug=debug, count=len(same))
+        _print_failure(console, report.import_error, lang=lang, debug=debug, count=1)
+    else:
+        for same in group_failures(failed):
+            console.print()
+            _print_failure(console, same[0], lang=lang, debug=debug, count=len(same))
     console.print()
     for device, count in Counter(c.device for c in report.checks
                                  if c.status == "skipped").items():
@@ -61,7 +65,8 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
     console.print(summary, style="green" if not failed else "red")
     if report.integrity:
         console.print(feedback.ui("flagged", lang), style="yellow")
-    if failed and not debug and any(c.debug for c in failed):
+    if failed and not debug and (any(c.debug for c in failed) or (
+            report.import_error is not None and report.import_error.debug)):
         console.print(feedback.ui("debug_hint", lang), style="dim")
 
 
@@ -74,13 +79,13 @@ def group_failures(failed: list[CheckResult]) -> list[list[CheckResult]]:
     return list(groups.values())
 
 
-def _print_failure(console: Console, check: CheckResult, *, lang: str, debug: bool,
-                   count: int) -> None:
+def _print_failure(console: Console, check: CheckResult | ImportFailure, *, lang: str,
+                   debug: bool, count: int) -> None:
     heading = Text("✗ ", style="red")
-    heading.append(check.message or check.name, style="bold")
+    heading.append(check.message or getattr(check, "name", ""), style="bold")
     if count > 1:
         heading.append(f"  ({feedback.ui('failed_checks', lang, count=count)})", style="dim")
-    if check.device != "cpu":
+    if isinstance(check, CheckResult) and check.device != "cpu":
         heading.append(f"  [{check.device}]", style="dim")
     console.print(heading)
     width = max(len(feedback.ui(k, lang)) for k in ("expected", "got", "hint")) + 1

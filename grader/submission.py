@@ -34,15 +34,42 @@ def _too_large(path: Path, size: int, limit: int, what: str) -> SubmissionError:
 
 
 @dataclass(frozen=True)
+class CellSpan:
+    """Where one notebook cell's code sits in the joined module: its lines start at
+    `first_line` (1-based) and it is cell `cell` of the notebook (1 = its first cell,
+    markdown cells counted, as a student counts them scrolling down)."""
+
+    first_line: int
+    cell: int
+    lines: int
+
+
+@dataclass(frozen=True)
 class Submission:
     path: Path
     source: str
     # The student's own folder, importable by the submission (helper modules beside it);
     # None where the folder holds other students' files (a flat class folder).
     search_path: Path | None = None
+    # A notebook's code cells in `source` (empty for a .py file, or where joining moved
+    # lines: then a line number is the joined module's).
+    cells: tuple[CellSpan, ...] = ()
+
+    def cell_of(self, line: int) -> tuple[int, int] | None:
+        """(cell, line within that cell) of a line of `source`; None for a .py file."""
+        for span in self.cells:
+            if span.first_line <= line < span.first_line + span.lines:
+                return span.cell, line - span.first_line + 1
+        return None
 
 
 def notebook_source(path: Path) -> str:
+    return notebook_cells(path)[0]
+
+
+def notebook_cells(path: Path) -> tuple[str, tuple[CellSpan, ...]]:
+    """A notebook's code cells joined into one module (the autograder's test cells and the
+    grader's own cells left out), and where each cell went."""
     import nbformat
 
     size = path.stat().st_size
@@ -52,12 +79,22 @@ def notebook_source(path: Path) -> str:
         notebook = nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
     except (json.JSONDecodeError, nbformat.reader.NotJSONError, UnicodeDecodeError) as exc:
         raise SubmissionError(f"{path}: not a readable notebook ({exc})") from exc
-    cells = [code_cell_source(cell.source) for cell in notebook.cells
-             if cell.cell_type == "code" and not _is_autograder_test(cell)]
-    code = sum(len(cell.encode()) for cell in cells)
+    numbered = [(number, code_cell_source(cell.source))
+                for number, cell in enumerate(notebook.cells, start=1)
+                if cell.cell_type == "code" and not _is_autograder_test(cell)]
+    code = sum(len(text.encode()) for _, text in numbered)
     if code > SOURCE_LIMIT:
         raise _too_large(path, code, SOURCE_LIMIT, "code cells")
-    return join_cells(cell for cell in cells if not is_grader_cell(cell))
+    kept = [(number, text) for number, text in numbered if not is_grader_cell(text)]
+    source = join_cells(text for _, text in kept)
+    spans, line = [], 1
+    for number, text in kept:
+        lines = text.count("\n") + 1
+        spans.append(CellSpan(first_line=line, cell=number, lines=lines))
+        line += lines + 1  # the blank line join_cells puts between cells
+    if source != "\n\n".join(text for _, text in kept) + "\n":
+        return source, ()  # a __future__ import moved to the top: lines no longer map
+    return source, tuple(spans)
 
 
 def code_cell_source(source: str) -> str:
@@ -135,7 +172,8 @@ def load_submission(path: Path, *, filename: str, own_folder: bool = True) -> Su
         path = found
     search_path = path.parent.resolve() if own_folder else None
     if path.suffix == ".ipynb":
-        return Submission(path, notebook_source(path), search_path)
+        source, cells = notebook_cells(path)
+        return Submission(path, source, search_path, cells)
     try:
         if (size := path.stat().st_size) > SOURCE_LIMIT:
             raise _too_large(path, size, SOURCE_LIMIT, "Python")

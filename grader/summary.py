@@ -20,25 +20,42 @@ class Standing:
     student: str
     score: float
     max_score: float
-    error: str
+    error: str  # why it was not graded, or why the file did not import (one line)
     points: dict[str, tuple[float, float]]  # per lab function: (score, max)
     failed: dict[str, str]  # check id -> check name
     integrity: tuple[str, ...] = ()  # the static integrity scan's findings
+    status: str = "graded"  # graded, did not import, not gradable
+    lost: dict[str, float] = field(default_factory=dict)  # check id -> points it lost
 
     @property
     def percent(self) -> float:
         return 100.0 * self.score / self.max_score if self.max_score else 0.0
 
 
+GRADED, NOT_IMPORTED, NOT_GRADABLE = "graded", "did not import", "not gradable"
+
+
 def standing(report: Report) -> Standing:
+    from grader.exporters.text import import_line
+
     points: dict[str, tuple[float, float]] = {}
     for check in report.checks:
         score, possible = points.get(check.function, (0.0, 0.0))
         points[check.function] = (score + check.score, possible + check.max_score)
+    failed = [c for c in report.checks if c.status == "failed"]
+    if report.error:
+        status, error = NOT_GRADABLE, report.error
+    elif report.import_error is not None:
+        status, error = NOT_IMPORTED, import_line(report.import_error)
+    else:
+        status, error = GRADED, ""
     return Standing(student=report.student, score=report.score, max_score=report.max_score,
-                    error=report.error, points=points,
-                    failed={c.id: c.name for c in report.checks if c.status == "failed"},
-                    integrity=tuple(report.integrity))
+                    error=error, points=points, failed={c.id: c.name for c in failed},
+                    integrity=tuple(report.integrity), status=status,
+                    lost={c.id: c.max_score - c.score for c in failed})
+
+
+MOST_FAILED_MIN = 2  # students who failed a check before the summary lists it
 
 
 @dataclass(frozen=True)
@@ -61,25 +78,30 @@ class ClassSummary:
 
 
 def summarize(standings: list[Standing], *, top: int = 10) -> ClassSummary:
-    graded = [s for s in standings if not s.error]
+    graded = [s for s in standings if s.status != NOT_GRADABLE]
     percents = [s.percent for s in graded]
     distribution = [0] * BUCKETS
     for percent in percents:
         distribution[min(int(percent // (100 / BUCKETS)), BUCKETS - 1)] += 1
     failed: Counter[str] = Counter()
+    lost: Counter[str] = Counter()
     names: dict[str, str] = {}
     for student in graded:
         failed.update(student.failed.keys())
+        lost.update(student.lost)
         names.update(student.failed)
+    # By students affected, then by points lost; a check one student failed is that
+    # student's story, not the class's.
+    ranked = sorted((check_id for check_id, count in failed.items() if count >= MOST_FAILED_MIN),
+                    key=lambda check_id: (-failed[check_id], -lost[check_id], check_id))
     return ClassSummary(
         graded=len(graded),
         errors=len(standings) - len(graded),
         mean_percent=statistics.fmean(percents) if percents else 0.0,
         median_percent=statistics.median(percents) if percents else 0.0,
         distribution=distribution,
-        most_failed=[FailedCheck(check_id, names[check_id], count)  # ties: by id, stable
-                     for check_id, count in sorted(failed.items(),
-                                                   key=lambda item: (-item[1], item[0]))[:top]],
+        most_failed=[FailedCheck(check_id, names[check_id], failed[check_id])
+                     for check_id in ranked[:top]],
         flagged=[(s.student, list(s.integrity)) for s in standings if s.integrity],
     )
 

@@ -91,16 +91,23 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     assert set(book) == {"alice", "bob", "carol", "dan", "erin", "fay"}
     assert book["alice"]["percent"] == "100.0"
     assert float(book["bob"]["sgd_step (score)"]) < float(book["bob"]["sgd_step (max)"])
-    assert book["carol"]["score"] == "0" and book["carol"]["status"] == "graded"
-    assert book["dan"]["status"] == "error" and "empty" in book["dan"]["error"]
-    assert book["erin"]["status"] == "error" and "cannot read" in book["erin"]["error"]
+    assert book["carol"]["score"] == "0" and book["carol"]["status"] == "did not import"
+    assert "SystemExit" in book["carol"]["error"]
+    assert book["dan"]["status"] == "not gradable" and "empty" in book["dan"]["error"]
+    assert book["erin"]["status"] == "not gradable" and "cannot read" in book["erin"]["error"]
+    # Whatever the status, a row has the lab's maxima.
+    maxima = {f: book["alice"][f"{f} (max)"] for f in ("zero_grad", "sgd_step", "SGD", "Adam")}
+    for student in ("carol", "dan", "erin"):
+        assert {f: book[student][f"{f} (max)"] for f in maxima} == maxima, student
     # The hang costs zero_grad (and the classes that call it) only.
     assert book["fay"]["zero_grad (score)"] == "0"
     assert book["fay"]["sgd_step (score)"] == book["fay"]["sgd_step (max)"]
     assert result.graded == 4 and len(result.errors) == 2
     assert (out / "feedback" / "bob.txt").read_text().count("✗") >= 1
     assert "kept" not in (out / "summary.txt").read_text()
-    assert "sgd_step" in (out / "summary.txt").read_text()
+    summary = (out / "summary.txt").read_text()
+    assert "zero_grad.runtime" in summary  # carol (import) and fay (hang): two students
+    assert "sgd_step." not in summary  # bob's mistakes are his alone
 
 
 def test_an_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
@@ -146,12 +153,13 @@ def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     copy("reference_copy", subs / "alice.py")
     copy("sgd_step_data_assign", subs / "bob.py")
+    copy("sgd_step_data_assign", subs / "carol.py")
     run = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab", "optim",
                           "--out", str(tmp_path / "out"), "--device", "cpu"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert "graded 2, reused 0, failed to grade 0" in run.stdout
-    assert "most failed checks" in run.stdout
+    assert "graded 3, reused 0, failed to grade 0" in run.stdout
+    assert "most failed checks" in run.stdout  # two students failed them
     empty = tmp_path / "empty"
     empty.mkdir()
     run = subprocess.run([sys.executable, "-m", "grader", "grade", str(empty), "--lab", "optim",
@@ -200,7 +208,7 @@ def test_links_out_of_the_class_folder_or_to_nothing_are_error_rows(tmp_path: Pa
     table = rows(out)
     assert set(table) == {"alice", "bob", "carol", "dan", "erin"}
     assert table["dan"]["score"] == table["alice"]["score"] == table["alice"]["max_score"]
-    assert all(table[s]["status"] == "error" for s in ("bob", "carol", "erin"))
+    assert all(table[s]["status"] == "not gradable" for s in ("bob", "carol", "erin"))
     assert "root only" not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
 
 

@@ -153,6 +153,8 @@ def test_a_notebook_that_fails_to_import_says_to_run_its_cells(tmp_path: Path) -
     nbformat.write(notebook, path)
     report = Report.model_validate_json(run("check", str(path), "--format", "json").stdout)
     assert report.score == 0
-    first = report.checks[0]
-    assert "notebook's code could not be imported: ZeroDivisionError" in first.message
+    first = report.import_error
+    assert first is not None and (first.cell, first.cell_line) == (2, 1)
+    assert "code cells of optimizer.ipynb could not be imported: ZeroDivisionError" in \
+        first.message
     assert "run all cells of optimizer.ipynb" in first.hint

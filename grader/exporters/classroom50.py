@@ -69,6 +69,11 @@ def result_json(report: Report, *, env: Mapping[str, str], release: bool = False
         "hint": c.hint,
         "check": c.id,
     } for c in checks]
+    if report.import_error is not None:  # the reason, once; each check says not graded
+        failed = report.import_error
+        tests.insert(0, {"test-name": f"import {failed.file}", "passed": False, "score": 0,
+                         "max-score": 0, "message": failed.message, "expected": failed.expected,
+                         "got": failed.got, "hint": failed.hint, "check": "import"})
     if report.error:  # one failed test carries the reason and the points it could have had
         tests = [{"test-name": "grading", "passed": False, "score": 0,
                   "max-score": round(view.max_score * scale), "message": report.error}]

@@ -1,5 +1,9 @@
 """The class gradebook as CSV: one row per student, one column per lab function.
 
+`status` tells apart a graded file, one that did not import (graded 0, the error beside it)
+and one that could not be graded at all (empty, missing, unreadable: the reason beside it);
+every row has the lab's maxima, whatever its status.
+
 Written with the csv module (a comma or quote in a name cannot corrupt it), its text cells made
 safe from spreadsheet formulas (spreadsheet.py), rebuilt from the per-student JSON reports so it
 always matches them.
@@ -24,8 +28,7 @@ def gradebook_csv(standings: Iterable[Standing], *, functions: list[str]) -> str
                                              for m in ("score", "max")]))
     for student in sorted(standings, key=lambda s: s.student):
         row: list[object] = [student.student, f"{student.score:g}", f"{student.max_score:g}",
-                             f"{student.percent:.1f}", "error" if student.error else "graded",
-                             student.error]
+                             f"{student.percent:.1f}", student.status, student.error]
         for function in functions:
             score, possible = student.points.get(function, (0.0, 0.0))
             row += [f"{score:g}", f"{possible:g}"]

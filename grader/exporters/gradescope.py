@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from grader import feedback
-from grader.exporters.text import check_details
+from grader.exporters.text import check_details, explained
 from grader.hidden import student_view
 from grader.models import Report
 
@@ -33,7 +33,9 @@ def _summary(report: Report, lang: str, *, release: bool) -> str:
     verdict = (feedback.ui("all_passed", lang) if not failed
                else feedback.ui("some_failed", lang, failed=len(failed), total=len(graded)))
     flagged = f"\n{feedback.ui('flagged', lang)}" if report.integrity else ""
-    return f"{title}\n{verdict}{flagged}"
+    failed_import = ("\n\n" + "\n".join(explained(report.import_error, lang))
+                     if report.import_error is not None else "")
+    return f"{title}\n{verdict}{flagged}{failed_import}"
 
 
 def results_json(report: Report, *, lang: str = "en",
@@ -42,7 +44,7 @@ def results_json(report: Report, *, lang: str = "en",
     """The results.json object for one graded (or ungradable) submission."""
     tests: list[dict[str, Any]] = []
     per_function: dict[str, int] = {}  # function -> checks numbered so far
-    for check in report.checks:
+    for check in [] if report.error else report.checks:  # not gradable: its one line says all
         if check.status == "skipped":
             continue
         per_function[check.function] = per_function.get(check.function, 0) + 1

@@ -28,10 +28,13 @@ def _suite(parent: ET.Element, report: Report, *, release: bool, lang: str) -> N
     view = student_view(report, release=release).report
     name = f"{report.lab}: {report.student or report.submission}"
     checks = [] if report.error else view.checks
+    failed_import = report.import_error
     failures = sum(c.status == "failed" and c.kind != "runtime" for c in checks)
-    errors = sum(c.status == "failed" and c.kind == "runtime" for c in checks) + bool(report.error)
+    errors = (sum(c.status == "failed" and c.kind == "runtime" for c in checks)
+              + bool(report.error) + bool(failed_import))
     suite = ET.SubElement(parent, "testsuite", {
-        "name": _text(name), "tests": str(len(checks) or 1), "failures": str(failures),
+        "name": _text(name), "tests": str((len(checks) or 1) + bool(failed_import)),
+        "failures": str(failures),
         "errors": str(errors), "skipped": str(sum(c.status == "skipped" for c in checks)),
         "time": f"{report.elapsed_s:.3f}",
     })
@@ -44,6 +47,12 @@ def _suite(parent: ET.Element, report: Report, *, release: bool, lang: str) -> N
         case = ET.SubElement(suite, "testcase", {"classname": report.lab, "name": "grading"})
         ET.SubElement(case, "error", {"message": _text(report.error), "type": "not_graded"})
         return
+    if failed_import is not None:  # the one place that says why; each check says not graded
+        case = ET.SubElement(suite, "testcase", {"classname": report.lab,
+                                                 "name": _text(f"import {failed_import.file}")})
+        ET.SubElement(case, "error", {"message": _text(failed_import.message),
+                                      "type": "import"}).text = _text(
+            check_details(failed_import, lang))
     for check in checks:
         case = ET.SubElement(suite, "testcase", {
             "classname": f"{report.lab}.{check.function}",

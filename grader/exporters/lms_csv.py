@@ -30,7 +30,7 @@ from grader import feedback
 from grader.exporters.spreadsheet import safe_row
 from grader.models import Report
 from grader.roster import Roster, RosterEntry
-from grader.summary import Standing, standing
+from grader.summary import NOT_GRADABLE, Standing, standing
 
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 # Canvas drops every column whose title contains one of these (an unanchored, case-sensitive
@@ -106,7 +106,7 @@ def _rows(standings: Iterable[Standing], roster: Roster | None,
         candidates = [_Row(by_student[name], None) for name in sorted(by_student)]
     rows = []
     for row in candidates:
-        if row.standing.error:
+        if row.standing.status == NOT_GRADABLE:  # a file that did not import scored 0
             warnings.append(f"{row.standing.student}: not graded ({row.standing.error}): left "
                             "out (their grade in the LMS is unchanged)")
         else:

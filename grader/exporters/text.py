@@ -10,17 +10,39 @@ from collections import Counter
 
 from grader import feedback
 from grader.hidden import student_view
-from grader.models import CheckResult, Report
+from grader.models import CheckResult, ImportFailure, Report
 from grader.render import MARKS, group_failures
 
 
-def check_details(check: CheckResult, lang: str) -> str:
-    """A failed check as plain lines: its message, then what was expected, what the code did
-    and the hint, each labelled (the test output of Gradescope and JUnit)."""
+def check_details(check: CheckResult | ImportFailure, lang: str) -> str:
+    """A failed check (or the file's import failure) as plain lines: its message, then what
+    was expected, what the code did and the hint, each labelled (the test output of
+    Gradescope and JUnit)."""
     lines = [check.message]
     lines += [f"{feedback.ui(key, lang)}: {value}" for key, value in
               (("expected", check.expected), ("got", check.got), ("hint", check.hint)) if value]
     return "\n".join(lines)
+
+
+def explained(check: CheckResult | ImportFailure, lang: str, *, count: int = 1) -> list[str]:
+    """A failure as the feedback file shows it: a heading, then its labelled details."""
+    labels = {key: feedback.ui(key, lang) for key in ("expected", "got", "hint")}
+    width = max(len(label) for label in labels.values()) + 1
+    suffix = f"  ({feedback.ui('failed_checks', lang, count=count)})" if count > 1 else ""
+    name = check.name if isinstance(check, CheckResult) else check.file
+    lines = [f"✗ {check.message or name}{suffix}"]
+    for key, value in (("expected", check.expected), ("got", check.got), ("hint", check.hint)):
+        if value:
+            lines.append(f"    {labels[key] + ':':<{width}} {value}")
+    return lines
+
+
+def import_line(failure: ImportFailure) -> str:
+    """The import failure in one line (a gradebook cell, a log line)."""
+    where = (f"cell {failure.cell}, line {failure.cell_line}" if failure.cell
+             else f"line {failure.line}" if failure.line else "")
+    head = f"{failure.error_type} at {where}" if where else failure.error_type
+    return f"{head}: {failure.error}" if failure.error else head
 
 
 def feedback_text(full_report: Report, *, lang: str, release: bool = False) -> str:
@@ -36,17 +58,11 @@ def feedback_text(full_report: Report, *, lang: str, release: bool = False) -> s
     for check in graded:
         points = f"{check.score:g}/{check.max_score:g}"
         lines.append(f"{MARKS[check.status][0]} {points:>7}  {check.name} [{check.device}]")
-    labels = {key: feedback.ui(key, lang) for key in ("expected", "got", "hint")}
-    width = max(len(label) for label in labels.values()) + 1
-    for same in group_failures([c for c in graded if c.status == "failed"]):
-        check = same[0]
-        count = (f"  ({feedback.ui('failed_checks', lang, count=len(same))})"
-                 if len(same) > 1 else "")
-        lines += ["", f"✗ {check.message or check.name}{count}"]
-        for key, value in (("expected", check.expected), ("got", check.got),
-                           ("hint", check.hint)):
-            if value:
-                lines.append(f"    {labels[key] + ':':<{width}} {value}")
+    if report.import_error is not None:  # one block: the rows only say "not graded"
+        lines += ["", *explained(report.import_error, lang)]
+    else:
+        for same in group_failures([c for c in graded if c.status == "failed"]):
+            lines += ["", *explained(same[0], lang, count=len(same))]
     skipped = Counter(c.device for c in report.checks if c.status == "skipped")
     lines += [""] + [feedback.ui("skipped_device", lang, count=n, device=d)
                      for d, n in skipped.items()]

@@ -28,6 +28,9 @@ class ErrorRecord(TypedDict):
     bases: list[str]
     message: str
     location: NotRequired[str]
+    line: NotRequired[int | None]  # in the submission's source
+    code: NotRequired[str]  # that line
+    module: NotRequired[str]  # an ImportError's missing module
     traceback: NotRequired[str]
 
 

@@ -20,13 +20,14 @@ from grader.exporters.lms_csv import (
 )
 from grader.models import CheckResult, Report
 from grader.roster import Roster, RosterError, parse_roster, read_roster
-from grader.summary import Standing
+from grader.summary import GRADED, NOT_GRADABLE, Standing
 
 
 def standing(student: str, score: float = 84, max_score: float = 84, *, error: str = "",
              failed: dict[str, str] | None = None) -> Standing:
     return Standing(student=student, score=score, max_score=max_score, error=error,
-                    points={}, failed=failed or {})
+                    points={}, failed=failed or {},
+                    status=NOT_GRADABLE if error else GRADED)
 
 
 def table(text: str) -> list[list[str]]:

@@ -70,7 +70,9 @@ def test_sys_exit_at_import_scores_zero_with_a_message(make_submission) -> None:
     report = grade(path)
     assert report.score == 0 and report.max_score > 0
     assert {c.kind for c in report.checks if c.status == "failed"} == {"runtime"}
-    assert "could not be imported: SystemExit" in report.checks[0].message
+    assert report.import_error is not None
+    assert "could not be imported: SystemExit" in report.import_error.message
+    assert report.checks[0].message == "not graded: optimizer.py did not import"
 
 
 def test_syntax_error_names_the_line(tmp_path: Path) -> None:
@@ -78,7 +80,9 @@ def test_syntax_error_names_the_line(tmp_path: Path) -> None:
     path.write_text("import torch\n\ndef zero_grad(params, set_to_none=False)\n    pass\n")
     report = grade(path)
     assert report.score == 0
-    assert "SyntaxError" in report.checks[0].message and "line 3" in report.checks[0].got
+    failure = report.import_error
+    assert failure is not None and failure.line == 3
+    assert "SyntaxError" in failure.message and "line 3" in failure.got
 
 
 def test_no_process_started_by_the_submission_outlives_its_grading(make_submission) -> None:
