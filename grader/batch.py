@@ -21,11 +21,13 @@ from pathlib import Path
 from grader import __version__
 from grader.engine import (
     CheckOptions,
+    check_instructor_input,
     effective_rubric,
     error_report,
     grade_submission,
     hidden_plan,
 )
+from grader.errors import UsageError
 from grader.exporters.gradebook import gradebook_csv
 from grader.exporters.text import feedback_text
 from grader.hidden import grading_key
@@ -119,9 +121,7 @@ def _read(found: Found, filename: str) -> Submission | str:
         submission = load_submission(found.path, filename=filename, own_folder=found.own_folder)
     except SubmissionError as exc:
         return str(exc)
-    if not submission.source.strip():
-        return f"{found.path.name} is empty"
-    return submission
+    return submission  # an empty one is the engine's to say (as in check)
 
 
 class _Workers:
@@ -215,9 +215,39 @@ def write_class_files(options: BatchOptions, standings: list[Standing]) -> Class
     return summary
 
 
+def labs_in(out: Path) -> set[str]:
+    """The labs of the reports already in an --out folder (unreadable reports skipped)."""
+    labs = set()
+    for path in (out / REPORTS).glob("*.json"):
+        try:
+            lab = json.loads(path.read_text(encoding="utf-8")).get("lab")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(lab, str):
+            labs.add(lab)
+    return labs
+
+
+def mixed_labs(folder: Path, labs: set[str]) -> str:
+    """What `grade` and `export` say of a folder holding reports of more than one lab."""
+    return (f"{folder}: reports of several labs ({', '.join(sorted(labs))}); grade each lab "
+            "into its own --out folder")
+
+
+def check_out_folder(options: BatchOptions) -> None:
+    """Raise UsageError where --out holds another lab's reports: grading into it would
+    overwrite those students' reports and feedback with this lab's."""
+    found = labs_in(options.out)
+    if found - {options.lab}:
+        raise UsageError(mixed_labs(options.out, found | {options.lab}))
+
+
 def check_instructor_files(options: BatchOptions) -> None:
-    """Raise UsageError for a mistake in the rubric or hidden-cases file: it stops the run
-    before any student is graded, rather than failing every student."""
+    """Raise UsageError for a mistake in the rubric or hidden-cases file, or an --out folder
+    of another lab: it stops the run before any student is graded, rather than failing (or
+    overwriting) every student."""
+    check_out_folder(options)
+    check_instructor_input(options.lab, options.check)  # no torch: a typo is reported at once
     lab = get_lab(options.lab)
     effective_rubric(lab, options.check.rubric_override)
     hidden_plan(lab, options.check.hidden)

@@ -1,6 +1,9 @@
 """Command line: parse, call the library, render, exit. No grading logic lives here.
 
-Exit codes (one place): 0 every check passed, 1 a check failed, 2 usage error, 3 internal error.
+Exit codes are grader.errors.ExitCode. Every usage error, the library's (grader.errors.
+UsageError and its kinds) and click's own (a missing argument, an unknown option), ends the
+command in one place, `GraderGroup.main`: one line on stderr, `inplace-grader: error: ...`,
+exit code 2.
 """
 
 from __future__ import annotations
@@ -8,17 +11,50 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 from pydantic import ValidationError
 from rich.console import Console
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+from grader.errors import ExitCode, UsageError
+
+PROG = "inplace-grader"
 
 
-def _usage_error(message: str) -> None:
-    click.echo(f"inplace-grader: error: {message}", err=True)
-    sys.exit(EXIT_USAGE)
+def _usage_error(message: str) -> NoReturn:
+    raise UsageError(message)
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def _click_message(exc: click.ClickException) -> str:
+    """click's error as one line, with where to read the usage (click prints four lines)."""
+    message = _one_line(exc.format_message())
+    context = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and context is not None:
+        return f"{message} (see `{context.command_path} --help`)"
+    return message
+
+
+class GraderGroup(click.Group):
+    """The command group; its `main` maps what a command lets through to an exit code."""
+
+    def main(self, *args: Any, **kwargs: Any) -> NoReturn:  # type: ignore[override]
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.Abort:  # Ctrl-C while click had control
+            sys.exit(ExitCode.INTERRUPTED)
+        except click.ClickException as exc:
+            click.echo(f"{PROG}: error: {_click_message(exc)}", err=True)
+            sys.exit(ExitCode.USAGE)
+        except UsageError as exc:
+            click.echo(f"{PROG}: error: {_one_line(str(exc))}", err=True)
+            sys.exit(ExitCode.USAGE)
+        sys.exit(code if isinstance(code, int) else ExitCode.OK)
 
 
 def _load_override(path: Path | None):  # -> RubricOverride | None
@@ -101,7 +137,7 @@ def grading_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GraderGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="inplace-grader")
 def main() -> None:
     """Grade PyTorch in-place semantics: identity, storage, version counter, allocations."""
@@ -129,11 +165,9 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
           hidden_path: Path | None, integrity: str, debug: bool) -> None:
     """Grade one submission (a .py file, a folder or a notebook)."""
     from grader import feedback
-    from grader.engine import CheckOptions, UsageError, check_submission
-    from grader.labs import UnknownLabError
+    from grader.engine import CheckOptions, check_submission
     from grader.models import Limits
     from grader.render import render_text
-    from grader.submission import SubmissionError
 
     lang = lang or feedback.default_language()
     options = CheckOptions(device=device, lang=lang,
@@ -142,14 +176,16 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
                            hidden=_load_hidden(hidden_path), integrity=integrity)
     try:
         report = check_submission(submission, lab=lab, options=options)
-    except (UsageError, UnknownLabError, SubmissionError) as exc:
-        _usage_error(str(exc))
+    except UsageError:
+        raise  # one line, exit 2 (GraderGroup.main)
     except Exception as exc:  # an internal error: one line unless --debug
         if debug:
             raise
-        click.echo(f"inplace-grader: internal error: {exc.__class__.__name__}: {exc} "
+        click.echo(f"{PROG}: internal error: {exc.__class__.__name__}: {exc} "
                    "(run again with --debug and report it)", err=True)
-        sys.exit(EXIT_INTERNAL)
+        sys.exit(ExitCode.INTERNAL)
+    if report.error and output_format == "text":  # nothing to grade: one line, exit 2
+        _usage_error(report.error)
     if output_format == "json":
         click.echo(report.model_dump_json(indent=2))
     elif output_format != "text":
@@ -213,7 +249,7 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     except KeyboardInterrupt:
         console.print(f"interrupted: every report graded so far is kept in {out}; "
                       "run the same command again to resume")
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     if result.students == 0:
         _usage_error(f"{submissions}: no submissions found (expected files or folders named "
                      "by student, or an nbgrader submitted/ folder)")
@@ -248,7 +284,7 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     """Write a gradebook CSV for Canvas or Moodle from GRADES_DIR, the --out folder of
     `grade`. Students who could not be graded are left out (their LMS grade stays)."""
     from grader import feedback
-    from grader.batch import REPORTS, iter_reports, write_atomically
+    from grader.batch import REPORTS, iter_reports, mixed_labs, write_atomically
     from grader.exporters.lms_csv import ExportError, canvas_csv, moodle_csv, visible_standing
     from grader.roster import RosterError, read_roster
 
@@ -274,8 +310,7 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
         _usage_error(f"{grades_dir / REPORTS}: no reports; run `inplace-grader grade "
                      f"SUBMISSIONS --lab LAB --out {grades_dir}` first")
     if len(labs) > 1:
-        _usage_error(f"{grades_dir}: reports of several labs ({', '.join(sorted(labs))}); "
-                     "grade each lab into its own --out folder")
+        _usage_error(mixed_labs(grades_dir, labs))
     name = assignment or next(iter(labs))
     try:
         if target == "canvas":
@@ -366,7 +401,7 @@ def stubs(check_only: bool, root: Path) -> None:
     changed = sync_stubs(root / "solutions", root / "assignments", write=not check_only)
     for path in changed:
         click.echo(f"{'differs' if check_only else 'wrote'}: {path}")
-    sys.exit(EXIT_FAILED if check_only and changed else EXIT_OK)
+    sys.exit(ExitCode.FAILED if check_only and changed else ExitCode.OK)
 
 
 @main.command()
@@ -407,24 +442,22 @@ def gradescope_build(lab: str, hidden_path: Path | None, hidden_visibility: str,
                      out: Path, force: bool) -> None:
     """Build autograder.zip (setup.sh, run_autograder, the grader) for a Gradescope
     programming assignment."""
-    import torch
+    from importlib.metadata import version
 
-    from grader.engine import UsageError, hidden_plan
-    from grader.labs import UnknownLabError, get_lab
-    from grader.platforms.gradescope import GradescopeConfig, GradescopeError, build_autograder
+    from grader.engine import CheckOptions, check_instructor_input, hidden_plan
+    from grader.labs import check_lab_name, get_lab
+    from grader.platforms.gradescope import GradescopeConfig, build_autograder, check_checkout
 
     if out.exists() and not force:
         _usage_error(f"{out} exists; pass --force to overwrite it")
-    try:
-        lab_obj = get_lab(lab)
-        hidden_plan(lab_obj, _load_hidden(hidden_path))  # a mistake stops the build
-        config = GradescopeConfig(lab=lab, hidden_visibility=hidden_visibility,  # type: ignore[arg-type]
-                                  lang=lang, timeout_s=timeout)
-        names = build_autograder(config=config, out=out, project=project,
-                                 hidden_path=hidden_path,
-                                 torch_version=torch_version or torch.__version__.split("+")[0])
-    except (UnknownLabError, UsageError, GradescopeError) as exc:
-        _usage_error(str(exc))
+    check_checkout(project)  # before anything slow: a wrong folder is one line at once
+    hidden = _load_hidden(hidden_path)
+    check_instructor_input(check_lab_name(lab), CheckOptions(hidden=hidden))
+    hidden_plan(get_lab(lab), hidden)  # its cases, with the lab loaded: still before the build
+    config = GradescopeConfig(lab=lab, hidden_visibility=hidden_visibility,  # type: ignore[arg-type]
+                              lang=lang, timeout_s=timeout)
+    names = build_autograder(config=config, out=out, project=project, hidden_path=hidden_path,
+                             torch_version=torch_version or version("torch").split("+")[0])
     click.echo(f"wrote {out} ({len(names)} files: setup.sh, run_autograder, "
                f"{'hidden cases, ' if hidden_path else ''}the grader); upload it as the "
                "autograder of a Gradescope programming assignment")

@@ -8,6 +8,7 @@ function on each device in its own child; judge the observations here, in the gr
 from __future__ import annotations
 
 import contextlib
+import difflib
 import signal
 import time
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any, NamedTuple
 
 from grader import __version__, feedback
 from grader.checks.findings import Finding, Phrase, fail
+from grader.errors import UsageError
 from grader.hidden import (
     HiddenFile,
     HiddenFileError,
@@ -28,15 +30,11 @@ from grader.hidden import (
     variant_observations,
 )
 from grader.import_failure import import_failure, import_finding, not_imported, tampered
-from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name
+from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name, lab_rubric
 from grader.labs.base import CheckSpec, Evidence, Lab
 from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
 from grader.sandbox import JobResult, Sandbox, TaskSpec
 from grader.submission import Submission, load_submission
-
-
-class UsageError(ValueError):
-    """Bad input from the user (lab, path, device, rubric): one line, exit code 2."""
 
 
 @dataclass(frozen=True)
@@ -73,12 +71,22 @@ def effective_rubric(lab: Lab, override: RubricOverride | None) -> Rubric:
     if set(rubric.points) != known:
         missing = sorted(known - set(rubric.points))
         raise RuntimeError(f"rubric of lab {lab.name} does not match its checks: {missing}")
+    return overridden(rubric, override)
+
+
+def overridden(rubric: Rubric, override: RubricOverride | None) -> Rubric:
+    """The lab's rubric with an instructor's override applied; UsageError for a key the lab
+    does not have, naming the closest ones. Needs only the lab's rubric.toml (no torch), so a
+    typo is reported before anything starts."""
     if override is None:
         return rubric
-    unknown = sorted(set(override.weights) - known)
+    unknown = sorted(set(override.weights) - set(rubric.points))
     if unknown:
-        raise UsageError(f"rubric override: unknown check id {unknown[0]!r} "
-                         f"(run `inplace-grader checks --lab {lab.name}` to list them)")
+        close = difflib.get_close_matches(unknown[0], list(rubric.points), n=3, cutoff=0.6)
+        maybe = f"did you mean {' or '.join(close)}? " if close else ""
+        raise UsageError(f"rubric override: unknown check id {unknown[0]!r}; {maybe}the lab's "
+                         f"{len(rubric.points)} check ids are listed by `inplace-grader checks "
+                         f"--lab {rubric.lab}`")
     unknown_policies = sorted(set(override.policies) - set(rubric.policies))
     if unknown_policies:
         raise UsageError(f"rubric override: unknown policy {unknown_policies[0]!r}; "
@@ -87,6 +95,20 @@ def effective_rubric(lab: Lab, override: RubricOverride | None) -> Rubric:
         "points": {**rubric.points, **override.weights},
         "policies": {**rubric.policies, **override.policies},
     })
+
+
+def check_instructor_input(lab: str, options: CheckOptions) -> None:
+    """The checks of a rubric override and a hidden-cases file that need no torch: run first,
+    so that a typo is one line in well under a second (the cases of a hidden file are checked
+    once the lab is loaded, still before any student is graded)."""
+    from grader.hidden import check_against
+
+    rubric = overridden(lab_rubric(lab), options.rubric_override)
+    if options.hidden is not None:
+        try:
+            check_against(options.hidden, lab=lab, check_ids=list(rubric.points))
+        except HiddenFileError as exc:
+            raise UsageError(str(exc)) from exc
 
 
 _resolved: dict[tuple[str, str], HiddenPlan] = {}
@@ -122,6 +144,7 @@ def check_submission(path: Path, *, lab: str | None = None,
     if lab_name is None:
         raise UsageError(f"cannot tell the lab from {path.name!r}; pass --lab "
                          f"(available: {', '.join(sorted(LAB_FILES))})")
+    check_instructor_input(lab_name, options)
     submission = load_submission(path, filename=LAB_FILES[lab_name])
     return grade_submission(submission, lab=lab_name, options=options, sandbox=sandbox,
                             started=started)
@@ -131,6 +154,9 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
                      sandbox: Sandbox | None = None, started: float | None = None) -> Report:
     """Grade an already-read submission (what `check` and the batch `grade` share)."""
     started = time.monotonic() if started is None else started
+    if not submission.source.strip():
+        return _nothing_to_grade(submission, lab, options, "is empty" if
+                                 submission.path.suffix != ".ipynb" else "has no code cells")
     with contextlib.ExitStack() as stack:
         if sandbox is None:
             sandbox = stack.enter_context(Sandbox([lab]))
@@ -139,6 +165,10 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
         context = GradingContext(lab_obj, effective_rubric(lab_obj, options.rubric_override),
                                  hidden_plan(lab_obj, options.hidden), tuple(devices), options)
         observed = observe(sandbox, context, submission)
+    if observed.import_problem is None and observed.job.api is not None and not any(
+            observed.job.api["api"].get(name) for name in lab_obj.functions):
+        return _nothing_to_grade(submission, lab, options, "defines none of the lab's names ("
+                                 + ", ".join(lab_obj.functions) + "): is it the right file?")
     checks = judge_submission(context, submission, observed) + _skipped(
         lab_obj, skipped, context.rubric, options.lang)
     report = _report(lab, str(submission.path), checks, started)
@@ -150,6 +180,14 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
                                      "import_error": failed_import,
                                      "protections": protections,
                                      "integrity": observed.job.outcome.static.anywhere})
+
+
+def _nothing_to_grade(submission: Submission, lab: str, options: CheckOptions,
+                      why: str) -> Report:
+    """An empty file, or one without any of the lab's names (another lab's file, a wrong
+    upload): one line, the same in `check`, `grade` and the LMS entry points."""
+    return error_report(lab=lab, submission=str(submission.path),
+                        error=f"{submission.path.name} {why}", options=options)
 
 
 def error_report(*, lab: str, submission: str, error: str, options: CheckOptions) -> Report:

@@ -22,6 +22,7 @@ it is one clear error before grading starts, never a wrong score for every stude
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import sys
 from collections.abc import Iterator, Mapping
@@ -32,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from grader.checks.findings import Finding, Phrase
+from grader.errors import UsageError
 from grader.models import Report
 
 if sys.version_info >= (3, 11):
@@ -46,7 +48,7 @@ STRUCTURAL_KEYS = frozenset({"id", "probe", "class", "function", "group", "measu
 HIDDEN_PREFIX = "hidden."
 
 
-class HiddenFileError(ValueError):
+class HiddenFileError(UsageError):
     """A hidden-cases file that cannot be used: one line, naming the file and the entry."""
 
 
@@ -204,6 +206,11 @@ def _resolve_case(lab: Any, entry: HiddenCase, where: str) -> HiddenVariant:
             raise HiddenFileError(f"{where}: set.{key}: expected a value like "
                                   f"{settable[key]!r}, got {value!r}")
     judged = {**base, **entry.set}
+    from grader.labs.dtypes import DTYPES  # torch: the lab is loaded by now
+
+    if "dtype" in entry.set and entry.set["dtype"] not in DTYPES:
+        raise HiddenFileError(f"{where}: set.dtype: unknown dtype {entry.set['dtype']!r}; "
+                              f"choose {', '.join(DTYPES)}")
     try:
         lab.validate_case(judged)
     except Exception as exc:  # any failure to build it is the file's mistake
@@ -217,26 +224,36 @@ def _resolve_case(lab: Any, entry: HiddenCase, where: str) -> HiddenVariant:
                          judged_case=judged, check_ids=check_ids)
 
 
+def check_against(hidden: HiddenFile, *, lab: str, check_ids: list[str]) -> frozenset[str]:
+    """What can be checked of the file knowing only the lab's name and check ids (no torch):
+    the lab it was written for and its `hide` patterns. Returns the withheld check ids."""
+    source = hidden.source
+    if hidden.lab != lab:
+        raise HiddenFileError(f"{source}: written for lab {hidden.lab!r}, grading {lab!r}")
+    withheld: set[str] = set()
+    for pattern in hidden.hide:
+        matched = fnmatch.filter(check_ids, pattern)
+        if not matched:
+            close = difflib.get_close_matches(pattern, check_ids, n=3, cutoff=0.6)
+            maybe = f"did you mean {' or '.join(close)}? " if close else ""
+            raise HiddenFileError(f"{source}: hide: {pattern!r} matches no check of lab "
+                                  f"{lab}; {maybe}`inplace-grader checks --lab {lab}` lists "
+                                  "them")
+        withheld.update(matched)
+    return frozenset(withheld)
+
+
 def resolve(lab: Any, hidden: HiddenFile) -> HiddenPlan:
     """Check the file against `lab` and prepare its cases; raises HiddenFileError."""
     source = hidden.source
-    if hidden.lab != lab.name:
-        raise HiddenFileError(f"{source}: written for lab {hidden.lab!r}, grading {lab.name!r}")
-    known = [c.id for c in lab.checks]
-    withheld: set[str] = set()
-    for pattern in hidden.hide:
-        matched = fnmatch.filter(known, pattern)
-        if not matched:
-            raise HiddenFileError(f"{source}: hide: {pattern!r} matches no check of lab "
-                                  f"{lab.name} (`inplace-grader checks --lab {lab.name}`)")
-        withheld.update(matched)
+    withheld = check_against(hidden, lab=lab.name, check_ids=[c.id for c in lab.checks])
     names = [c.name for c in hidden.cases]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate is not None:
         raise HiddenFileError(f"{source}: two cases are named {duplicate!r}")
     variants = tuple(_resolve_case(lab, entry, f"{source}: case {entry.name!r}")
                      for entry in hidden.cases)
-    return HiddenPlan(variants=variants, withheld=frozenset(withheld))
+    return HiddenPlan(variants=variants, withheld=withheld)
 
 
 CASE_PARAM = "case"  # the finding parameter that names a case (`fail(..., case=id)`)

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from grader.errors import ExitCode
+
 CheckKind = Literal[
     "api",
     "identity",
@@ -106,8 +108,10 @@ class Report(BaseModel):
 
     @property
     def return_code(self) -> int:
-        """0 when every graded check passed, 1 otherwise (STYLE: exit codes in one place)."""
-        return 0 if self.all_passed else 1
+        """`check`'s exit code for this report (grader.errors.ExitCode)."""
+        if self.error:
+            return ExitCode.USAGE  # nothing to grade: the user's input, as SPEC has it
+        return ExitCode.OK if self.all_passed else ExitCode.FAILED
 
 
 class Limits(BaseModel):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader import feedback
+from grader.errors import UsageError
 from grader.hidden import HiddenFile, parse_hidden_text
 from grader.labs import LAB_FILES, check_lab_name, get_lab
 from grader.stubs import BEGIN, StubError, make_stub
@@ -35,7 +36,7 @@ SCHEMA_VERSION = 3  # nbgrader's cell metadata schema
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
-class SourceNotebookError(ValueError):
+class SourceNotebookError(UsageError):
     """The notebook cannot be made (no solution file, a definition missing, a file in the way):
     one line, naming the file."""
 

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from grader.errors import UsageError
+
 OPTIONAL_COLUMNS = ("name", "canvas_id", "sis_user_id", "sis_login_id", "section",
                     "email", "username", "idnumber")
 
 
-class RosterError(ValueError):
+class RosterError(UsageError):
     """A roster that cannot be used: one line, naming the file and the line."""
 
 

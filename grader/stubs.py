@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from grader.errors import UsageError
+
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 PLACEHOLDER = ("# YOUR CODE HERE", "raise NotImplementedError")
 
 
-class StubError(ValueError):
+class StubError(UsageError):
     """Unbalanced solution markers: names the file and line."""
 
 

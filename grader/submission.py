@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from grader import feedback
+from grader.errors import UsageError
 
 
-class SubmissionError(ValueError):
+class SubmissionError(UsageError):
     """The path cannot be graded (missing, unreadable, wrong type): a usage error."""
 
 

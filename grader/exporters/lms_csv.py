@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from grader import feedback
+from grader.errors import UsageError
 from grader.exporters.spreadsheet import safe_row
 from grader.models import Report
 from grader.roster import Roster, RosterEntry
@@ -47,7 +48,7 @@ MOODLE_MAX_GRADE = 100.0  # above it Moodle aborts the import unless grades are 
 FAILED_NAMED = 3  # failed checks named in Moodle feedback
 
 
-class ExportError(ValueError):
+class ExportError(UsageError):
     """An export that cannot be made as asked (one line, with what to do instead)."""
 
 

@@ -10,7 +10,9 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-from grader.labs.base import Lab
+from grader.errors import UsageError
+from grader.labs.base import Lab, _load_rubric
+from grader.models import Rubric
 
 
 def _discover() -> dict[str, str]:
@@ -27,7 +29,7 @@ def _discover() -> dict[str, str]:
 LAB_FILES: dict[str, str] = _discover()
 
 
-class UnknownLabError(ValueError):
+class UnknownLabError(UsageError):
     pass
 
 
@@ -35,6 +37,12 @@ def check_lab_name(name: str) -> str:
     if name not in LAB_FILES:
         raise UnknownLabError(f"unknown lab {name!r}; available: {', '.join(sorted(LAB_FILES))}")
     return name
+
+
+def lab_rubric(name: str) -> Rubric:
+    """A lab's rubric read from its folder, without importing the lab (no torch): what
+    usage errors are checked against before anything heavy starts."""
+    return _load_rubric(Path(__file__).with_name(check_lab_name(name)) / "rubric.toml")
 
 
 def get_lab(name: str) -> Lab:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
+from grader.errors import UsageError
 from grader.exporters.classroom50 import result_json
 from grader.exporters.text import feedback_text
 from grader.models import Limits, Report
@@ -24,7 +25,7 @@ RELEASE_BODY = "release-body.md"
 RELEASE_LIMIT = 2000  # the runner truncates the Release body here
 
 
-class Classroom50Error(ValueError):
+class Classroom50Error(UsageError):
     """An instructor mistake while preparing the bundle: one line."""
 
 

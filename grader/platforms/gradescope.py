@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader import feedback
+from grader.errors import UsageError
 from grader.exporters.gradescope import Visibility, failure_results, results_json
 from grader.models import Limits
 
@@ -45,21 +46,26 @@ class GradescopeConfig(BaseModel):
     memory_mib: int = Field(default=4096, ge=256)
 
 
-class GradescopeError(ValueError):
+class GradescopeError(UsageError):
     """An instructor mistake while building: one line."""
 
 
 def _package_files(project: Path) -> list[tuple[Path, str]]:
     """(file, name in the zip) for the grader's source: pyproject, README and grader/."""
-    if not (project / "pyproject.toml").is_file() or not (project / "grader").is_dir():
-        raise GradescopeError(f"{project}: not an inplace-grader checkout (no pyproject.toml "
-                              "and grader/); run the build from the project folder or --root")
+    check_checkout(project)
     files = [(project / "pyproject.toml", f"{PACKAGE}/pyproject.toml"),
              (project / "README.md", f"{PACKAGE}/README.md")]
     for path in sorted((project / "grader").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             files.append((path, f"{PACKAGE}/{path.relative_to(project).as_posix()}"))
     return files
+
+
+def check_checkout(project: Path) -> None:
+    """GradescopeError unless `project` is the grader's checkout (what the zip is built of)."""
+    if not (project / "pyproject.toml").is_file() or not (project / "grader").is_dir():
+        raise GradescopeError(f"{project}: not an inplace-grader checkout (no pyproject.toml "
+                              "and grader/); run the build from the project folder or --root")
 
 
 def _script(name: str, torch_version: str) -> str:

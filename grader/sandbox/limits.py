@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from grader.errors import UsageError
 from grader.sandbox.protocol import Job
 
 
@@ -75,7 +76,7 @@ RESERVED_UIDS = (65_534, 65_535)  # nobody, and (uint16) -1: never dropped to
 CHILD_PROCESSES = 256  # a fork bomb stops here (threads count too; root is exempt)
 
 
-class UidError(ValueError):
+class UidError(UsageError):
     """INPLACE_GRADER_UID is not a uid the grader may drop to: one line for the user."""
 
 
