@@ -32,7 +32,7 @@ from grader.hidden import (
 from grader.import_failure import import_failure, import_finding, not_imported, tampered
 from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name, lab_rubric
 from grader.labs.base import CheckSpec, Evidence, Lab
-from grader.models import CheckResult, Limits, Report, Rubric, RubricOverride
+from grader.models import CheckResult, Limits, Printed, Report, Rubric, RubricOverride
 from grader.sandbox import JobResult, Sandbox, TaskSpec
 from grader.submission import Submission, load_submission
 
@@ -173,11 +173,15 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
         lab_obj, skipped, context.rubric, options.lang)
     report = _report(lab, str(submission.path), checks, started)
     protections = list(dict.fromkeys([*Sandbox.protections, *observed.job.protections]))
+    printed = [Printed(text=observed.job.log)] if observed.job.log.strip() else []
+    printed += [Printed(function=task.function, device=task.device, text=text)  # type: ignore[arg-type]
+                for task, text in zip(observed.visible, observed.job.outputs, strict=False)
+                if text.strip()]
     problem = observed.import_problem
     failed_import = None if problem is None or tampered(problem) else import_failure(
         problem, submission, observed.job.api, lang=options.lang, log=observed.job.log)
     return report.model_copy(update={"probe_s": round(observed.probe_s, 4),
-                                     "import_error": failed_import,
+                                     "import_error": failed_import, "output": printed,
                                      "protections": protections,
                                      "integrity": observed.job.outcome.static.anywhere})
 
@@ -293,8 +297,9 @@ def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
         if problem is None and record is not None and task.witness is not None:
             problem = _witness_problem(lab, task, record["observations"]["cases"],
                                        job.witnessed[index])
+        printed = job.outputs[index] if index < len(job.outputs) else job.log
         ran.append(_Ran(task.device, problem,
-                        record["observations"] if problem is None and record else {}, job.log,
+                        record["observations"] if problem is None and record else {}, printed,
                         tuple(outcome.policy_calls)))
     return ran
 

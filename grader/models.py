@@ -75,6 +75,17 @@ class ImportFailure(BaseModel):
     debug: str = Field(default="", description="The traceback, in the student's file names.")
 
 
+class Printed(BaseModel):
+    """What the submission printed (stdout and stderr, the last 4,000 characters): while it
+    imported (`function` empty), or while one function's checks ran."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    function: str = ""
+    device: Device = "cpu"
+    text: str
+
+
 class Report(BaseModel):
     """The result of grading one submission (SPEC: the JSON report)."""
 
@@ -94,6 +105,9 @@ class Report(BaseModel):
     max_score: float
     checks: list[CheckResult]
     protections: list[str] = Field(default_factory=list)
+    output: list[Printed] = Field(default_factory=list, description=(
+        "What the submission printed, at import and per function (shown by --debug); never "
+        "what it printed on hidden cases."))
     integrity: list[str] = Field(default_factory=list, description=(
         "Instructor-facing: what the static integrity scan found (introspection, raw memory, "
         "meter detection, ...), one line each. Students see only that the file was flagged."))

@@ -65,6 +65,8 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
     console.print(summary, style="green" if not failed else "red")
     if report.integrity:
         console.print(feedback.ui("flagged", lang), style="yellow")
+    if debug:
+        _print_output(console, report, lang=lang)
     if failed and not debug and (any(c.debug for c in failed) or (
             report.import_error is not None and report.import_error.debug)):
         console.print(feedback.ui("debug_hint", lang), style="dim")
@@ -97,6 +99,20 @@ def _print_failure(console: Console, check: CheckResult | ImportFailure, *, lang
             console.print(line)
     if debug and check.debug:
         console.print(Text(check.debug.rstrip(), style="dim"), markup=False)
+
+
+def _print_output(console: Console, report: Report, *, lang: str) -> None:
+    """--debug: what the code printed, at import and per function, passing or not."""
+    console.print()
+    if not report.output:
+        console.print(feedback.ui("printed_nothing", lang), style="dim")
+        return
+    for printed in report.output:
+        where = (feedback.ui("printed_at_import", lang) if not printed.function
+                 else feedback.ui("printed_by", lang, function=printed.function,
+                                  device=printed.device))
+        console.print(Text(where, style="bold"))
+        console.print(Text(printed.text.rstrip()), markup=False)
 
 
 class _Bar:

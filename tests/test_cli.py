@@ -158,3 +158,24 @@ def test_a_notebook_that_fails_to_import_says_to_run_its_cells(tmp_path: Path) -
     assert "code cells of optimizer.ipynb could not be imported: ZeroDivisionError" in \
         first.message
     assert "run all cells of optimizer.ipynb" in first.hint
+
+
+def test_debug_shows_what_each_function_printed_passing_or_failing(make_submission) -> None:
+    sgd = "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n"
+    zero = "def zero_grad(params: Iterable[torch.Tensor], set_to_none: bool = False) -> None:\n"
+    path = make_submission((sgd, sgd + "    print('in sgd_step')\n"),
+                           (zero, zero + "    print('in zero_grad', file=sys.stderr)\n"
+                                         "    raise RuntimeError('zero_grad fails')\n"),
+                           prelude="import sys\nprint('at import')\n")
+    result = run("check", str(path), "--debug", "--device", "cpu")
+    assert result.returncode == 1
+    out = result.stdout
+    assert "Printed while your file was imported:\nat import" in out
+    assert "Printed while zero_grad was checked (cpu):\nin zero_grad" in out  # it fails
+    assert "Printed while sgd_step was checked (cpu):\nin sgd_step" in out  # it passes
+    assert "USDT:" not in out  # the grader's profiler meter is not the student's output
+    assert "RuntimeError: zero_grad fails" in out  # the traceback of the failure
+    report = Report.model_validate_json(run("check", str(path), "--format", "json").stdout)
+    assert {(p.function, p.text.splitlines()[0]) for p in report.output} >= {
+        ("", "at import"), ("sgd_step", "in sgd_step"), ("zero_grad", "in zero_grad")}
+    assert "Printed while" not in run("check", str(path)).stdout  # only with --debug

@@ -9,6 +9,7 @@ left active) before the task's record is written.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import linecache
@@ -57,6 +58,7 @@ PROTECTED_PACKAGES = ("torch", "grader")
 # Captured at import, before any submission: what the trusted path calls after student code ran.
 _audit = sys.audit
 _pwrite, _ftruncate, _close, _write = os.pwrite, os.ftruncate, os.close, os.write
+_dup2 = os.dup2
 _function_modes = torch._C._len_torch_function_stack
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _pop_function_mode = torch._C._pop_torch_function_stack
@@ -159,8 +161,9 @@ def import_submission(path: str, source: bytes) -> ModuleType:
     return module
 
 
-def redirect_output(log_path: str) -> None:
-    """Student prints go to a log file, never to the grader's protocol pipe."""
+def redirect_output(log_path: str) -> tuple[Any, Any]:
+    """Student prints go to a log file, never to the grader's protocol pipe. Returns the
+    new sys.stdout and sys.stderr (flushed by the child when each task's output begins)."""
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null_fd = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null_fd, 0)
@@ -171,6 +174,26 @@ def redirect_output(log_path: str) -> None:
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the fds outlive this function
     sys.stdout = open(1, "w", closefd=False, buffering=1)  # noqa: SIM115
     sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115
+    return sys.stdout, sys.stderr
+
+
+def _open_outputs(job: Job, first_task: int) -> dict[int, int]:
+    """Each task's output file, opened before the uid drop and the view (as the results)."""
+    return {index: os.open(task.output_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            for index, task in enumerate(job.tasks)
+            if index >= first_task and task.output_path}
+
+
+def _output_to(fd: int | None, streams: tuple[Any, ...]) -> None:
+    """From now on, what the submission prints goes to `fd` (a task's own output file).
+    Python's buffers are flushed first, so that a print belongs to the task that made it."""
+    if fd is None:
+        return
+    for stream in streams:
+        with contextlib.suppress(BaseException):  # closed by the submission: nothing to flush
+            stream.flush()
+    _dup2(fd, 1)
+    _dup2(fd, 2)
 
 
 def keep_only(fd: int) -> None:
@@ -284,7 +307,7 @@ def forget_grader_modules() -> None:
 
 
 def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
-            inherited: Inherited) -> None:
+            inherited: Inherited, streams: tuple[Any, ...] = ()) -> None:
     """Import the submission, describe its API, then run the tasks from `first_task` on.
 
     Progress goes to the zygote as lines (protocol.py): `P` with the layers in force, then `I`
@@ -317,6 +340,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
     source = read_submission(job.submission_path)
     cases = _read_cases(job, first_task)
     results = _open_results(job, first_task)
+    outputs = _open_outputs(job, first_task)
     arenas = _open_arenas(job, first_task, cases, lab_probes.witnessed)  # before the view
     if job.scratch_path:
         os.chdir(working_folder(job, first_task))  # writable after the drop
@@ -362,6 +386,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
     for index in range(first_task, len(job.tasks)):
         task = job.tasks[index]
         _audit(task_event, index)
+        _output_to(outputs.get(index), streams)
         send(f"S {index}")
         observations = lab_probes.probe(module, task.function, device=task.device,
                                         cases=cases[index], arena=arenas[index])
@@ -381,9 +406,9 @@ def child_main(job: Job, *, first_task: int, progress_fd: int, inherited: Inheri
         keep_only(progress_fd)
         os.setsid()
         layers = ["private /proc"] if private_proc() else []
-        redirect_output(job.log_path)
+        streams = redirect_output(job.log_path)
         run_job(job, first_task=first_task, progress_fd=progress_fd, layers=layers,
-                inherited=inherited)
+                inherited=inherited, streams=streams)
         code = 0
     except BaseException:
         traceback.print_exc()

@@ -62,6 +62,8 @@ class Task(BaseModel):
     cases_path: str = Field(default="", description=(
         "Cases in a file the child reads before its file-system view closes (hidden cases:"
         " never in the zygote's memory, so never in another job's child)."))
+    output_path: str = Field(default="", description=(
+        "Where the task's own prints go (stdout and stderr): shown per function by --debug."))
 
 
 class Job(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -62,6 +63,8 @@ class JobResult:
     log: str
     # Per task, the final values of its witnessed tensors by case id (the caller's memory).
     witnessed: list[dict[str, list[Any]]] = field(default_factory=list)
+    # Per task, the tail of what it printed (`log` holds what the import printed).
+    outputs: list[str] = field(default_factory=list)
 
     @property
     def protections(self) -> list[str]:
@@ -226,8 +229,10 @@ class Sandbox:
                      if spec.witness and task.witness_path and result is not None else {}
                      for spec, task, (_, result) in zip(tasks, job.tasks, results, strict=True)]
         log = _tail(Path(job.log_path))
+        outputs = [_tail(Path(task.output_path)) for task in job.tasks]
         shutil.rmtree(job_dir, ignore_errors=True)  # read: the disk stays flat over a class
-        return JobResult(outcome=outcome, api=api, tasks=results, log=log, witnessed=witnessed)
+        return JobResult(outcome=outcome, api=api, tasks=results, log=log, witnessed=witnessed,
+                         outputs=outputs)
 
     def discard(self, submission: Path) -> None:
         """Remove a submission file made by `new_submission_file` once it is graded."""
@@ -271,6 +276,7 @@ class Sandbox:
 def _task(spec: TaskSpec, job_dir: Path, index: int) -> Task:
     task = Task(function=spec.function, device=spec.device, cases=spec.cases,
                 result_path=str(job_dir / f"task{index}.pt"),
+                output_path=str(job_dir / f"task{index}.log"),
                 witness_path=str(job_dir / f"task{index}.witness") if spec.witness else "")
     if not spec.private:
         return task
@@ -333,12 +339,20 @@ def _size(path: Path) -> int:
     return 0 if path.is_symlink() else path.stat().st_size
 
 
+# Lines the grader's own allocation meter (torch's profiler, Kineto) writes to stderr: not
+# the student's output, and a probe runs it often enough to push theirs out of the tail.
+_METER_NOISE = re.compile(r"^(USDT|STAGE):\S+ \S+ \d+:\d+ \w*ActivityProfiler\w*\.cpp:\d+\] .*$\n?",
+                          re.MULTILINE)
+
+
 def _tail(path: Path, limit: int = 4000) -> str:
+    """The last `limit` characters of what the submission printed, meter noise left out."""
     try:
         with path.open("rb") as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
-            handle.seek(max(0, size - limit))
-            return handle.read().decode(errors="replace")
+            handle.seek(max(0, size - 16 * limit))
+            text = handle.read().decode(errors="replace")
     except OSError:
         return ""
+    return _METER_NOISE.sub("", text)[-limit:]
