@@ -109,6 +109,9 @@ def assert_outcome(report: Report, want: dict, *, full_marks: float) -> None:
         return [c for c in checks if c.function == function]
 
     text = " ".join(f"{c.message} {c.got} {c.expected}" for c in checks if c.status == "failed")
+    if report.import_error is not None:  # why the file did not import: said once, there
+        failed = report.import_error
+        text += f" {failed.message} {failed.got} {failed.expected}"
     assert report.max_score == full_marks, "every student has the same maximum"
     for function in want.get("runtime", []):
         assert any(c.kind == "runtime" and c.status == "failed" for c in of(function)), function
