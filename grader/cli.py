@@ -18,8 +18,10 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from grader.errors import ExitCode, UsageError
+from grader.labs import LAB_FILES
 
 PROG = "inplace-grader"
+LABS = ", ".join(sorted(LAB_FILES))  # for --help (the lab folders' names, no torch)
 
 
 def _usage_error(message: str) -> NoReturn:
@@ -153,16 +155,18 @@ def main() -> None:
 
 @main.command()
 @click.argument("submission", type=click.Path(path_type=Path))
-@click.option("--lab", help="Lab name (default: inferred from the file name).")
+@click.option("--lab", help=f"Lab name: {LABS} (default: inferred from the file name).")
 @click.option("--format", "output_format",
               type=click.Choice(["text", "json", "junit", "gradescope", "classroom50"]),
               default="text",
               show_default=True)
 @grading_options
 @click.option("--debug", is_flag=True, help="Show tracebacks and the submission's output.")
+@click.option("--failed-only", is_flag=True,
+              help="List only the failed checks (and a line per function that passed).")
 def check(submission: Path, lab: str | None, device: str, output_format: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
-          hidden_path: Path | None, integrity: str, debug: bool) -> None:
+          hidden_path: Path | None, integrity: str, debug: bool, failed_only: bool) -> None:
     """Grade one submission (a .py file, a folder or a notebook)."""
     from grader import feedback
     from grader.engine import CheckOptions, check_submission
@@ -191,13 +195,14 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
     elif output_format != "text":
         click.echo(_exported(report, output_format, lang), nl=False)
     else:
-        render_text(report, Console(highlight=False), lang=lang, debug=debug)
+        render_text(report, Console(highlight=False), lang=lang, debug=debug,
+                    failed_only=failed_only)
     sys.exit(report.return_code)
 
 
 @main.command()
 @click.argument("submissions", type=click.Path(path_type=Path))
-@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("--lab", required=True, help=f"Lab name: {LABS}.")
 @click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="Folder for the gradebook, reports and feedback (created if missing).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -243,7 +248,7 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
         _usage_error(str(exc))
     console = Console(highlight=False, stderr=True)
     try:
-        with progress_bar(console) as bar:
+        with progress_bar(console, lang=lang) as bar:
             result = grade_class(submissions, options=options, on_start=bar.start,
                                  on_progress=bar.advance)
     except KeyboardInterrupt:
@@ -335,7 +340,7 @@ def nbgrader_group() -> None:
 
 
 @nbgrader_group.command("source")
-@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("--lab", required=True, help=f"Lab name: {LABS}.")
 @click.option("--hidden", "hidden_path", type=click.Path(path_type=Path),
               help="Hidden-cases file: its cases go between ### BEGIN/END HIDDEN TESTS.")
 @click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
@@ -362,7 +367,7 @@ def nbgrader_source(lab: str, hidden_path: Path | None, project: Path, out: Path
 
 
 @main.command("checks")
-@click.option("--lab", required=True)
+@click.option("--lab", required=True, help=f"Lab name: {LABS}.")
 @click.option("--cases", "show_cases", is_flag=True,
               help="List the lab's cases instead: what a --hidden file's `like` may name.")
 def list_checks(lab: str, show_cases: bool) -> None:
@@ -382,12 +387,13 @@ def list_checks(lab: str, show_cases: bool) -> None:
                 click.echo(f"{function:14} {case['id']:28} {details}")
         return
     rubric = lab_obj.rubric()
+    click.echo(f"{'check':40} {'kind':12} {'points':>6}  graded")
     for spec in lab_obj.checks:
         device = "per device" if spec.per_device else "once"
-        click.echo(f"{spec.id:40} {spec.kind:12} {rubric.points[spec.id]:>4g}  {device}")
+        click.echo(f"{spec.id:40} {spec.kind:12} {rubric.points[spec.id]:>6g}  {device}")
 
 
-@main.command()
+@main.command(hidden=True)  # the course team's, not the students': kept out of --help
 @click.option("--check", "check_only", is_flag=True,
               help="Only report stubs that differ from the solutions (exit 1).")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
@@ -420,7 +426,7 @@ def gradescope() -> None:
 
 
 @gradescope.command("build")
-@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("--lab", required=True, help=f"Lab name: {LABS}.")
 @click.option("--hidden", "hidden_path", type=click.Path(path_type=Path),
               help="Hidden-cases file to grade with (kept out of the students' view).")
 @click.option("--hidden-visibility", type=click.Choice(["hidden", "after_due_date",
@@ -481,7 +487,7 @@ def classroom50() -> None:
 
 
 @classroom50.command("init")
-@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("--lab", required=True, help=f"Lab name: {LABS}.")
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False),
               required=True, help="CLASSROOM/autograders/ASSIGNMENT in the course repository.")
 @click.option("--torch", "torch_version", default=None,
@@ -511,7 +517,7 @@ def classroom50_init(lab: str, out: Path, torch_version: str | None, project: Pa
 
 
 @classroom50.command("run")
-@click.option("--lab", required=True, help="Lab name, e.g. optim.")
+@click.option("--lab", required=True, help=f"Lab name: {LABS}.")
 @click.option("--checkout", type=click.Path(path_type=Path, file_okay=False),
               default=Path("."), show_default=True, help="The student's repository.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
 from collections.abc import Iterator
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -25,27 +27,40 @@ from grader.models import CheckResult, ImportFailure, Report
 MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim")}
 
 
-def render_text(report: Report, console: Console, *, lang: str, debug: bool = False) -> None:
+def render_text(report: Report, console: Console, *, lang: str, debug: bool = False,
+                failed_only: bool = False) -> None:
+    """The report for a terminal or a log. `failed_only`: the table lists failed checks,
+    and each function whose checks all passed is one line."""
     if report.error:
         console.print(Text(feedback.ui("not_graded", lang, error=report.error), style="red"))
         console.print(Text(feedback.ui("title", lang, lab=report.lab, score=report.score,
                                        max_score=report.max_score), style="bold"))
         return
     graded = [c for c in report.checks if c.status != "skipped"]
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    table.add_column("")
-    table.add_column(feedback.ui("check", lang))
-    table.add_column("device", style="dim")
-    table.add_column(feedback.ui("points", lang), justify="right")
-    for check in graded:
-        mark, color = MARKS[check.status]
-        name = Text(check.name)
-        if check.hidden:
-            name.append(f" [{feedback.ui('hidden_tag', lang)}]", style="dim")
-        table.add_row(Text(mark, style=color), name, check.device,
-                      f"{check.score:g}/{check.max_score:g}")
-    console.print(table)
     failed = [c for c in graded if c.status == "failed"]
+    shown = failed if failed_only else graded
+    if shown:
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        table.add_column("")
+        table.add_column(feedback.ui("check", lang))
+        table.add_column(feedback.ui("device", lang), style="dim")
+        table.add_column(feedback.ui("points", lang), justify="right")
+        for check in shown:
+            mark, color = MARKS[check.status]
+            name = Text(check.name)
+            if check.hidden:
+                name.append(f" [{feedback.ui('hidden_tag', lang)}]", style="dim")
+            table.add_row(Text(mark, style=color), name, check.device,
+                          f"{check.score:g}/{check.max_score:g}")
+        console.print(table)
+    if failed_only:
+        for function in dict.fromkeys(c.function for c in graded):
+            own = [c for c in graded if c.function == function]
+            if all(c.status == "passed" for c in own):
+                console.print(feedback.ui(
+                    "function_passed", lang, function=function, count=len(own),
+                    score=sum(c.score for c in own), max_score=sum(c.max_score for c in own)),
+                    style="green", soft_wrap=True)
     if report.import_error is not None:  # one block: the rows only say "not graded"
         console.print()
         _print_failure(console, report.import_error, lang=lang, debug=debug, count=1)
@@ -72,6 +87,39 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
         console.print(feedback.ui("debug_hint", lang), style="dim")
 
 
+_CODE_SPAN = re.compile(r"`[^`]*`")
+
+
+def wrap(text: str, *, first: int, rest: int) -> list[str]:
+    """`text` in lines of at most `first` cells (the first line) and `rest` (the others),
+    broken between words only and never inside a `code span`; a word longer than a line
+    stays whole. Cells, not characters: Korean text is two cells a character."""
+    words = _CODE_SPAN.sub(lambda span: span[0].replace(" ", "\0"), text).split(" ")
+    lines: list[str] = []
+    line = ""
+    for word in words:
+        limit = first if not lines else rest
+        if line and cell_len(f"{line} {word}".replace("\0", " ")) > limit:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return [part.replace("\0", " ") for part in lines]
+
+
+def _print_wrapped(console: Console, prefix: Text, value: str, style: str) -> None:
+    """`prefix` then `value`, wrapped to the terminal with a hanging indent under the value.
+    Not wrapped at all where the output is not a terminal (a CI or LMS log wraps itself)."""
+    indent = prefix.cell_len
+    width = console.width if console.is_terminal else 10**9
+    parts = wrap(value, first=max(width - indent, 20), rest=max(width - indent, 20))
+    for index, part in enumerate(parts):
+        line = prefix.copy() if index == 0 else Text(" " * indent)
+        line.append(part, style=style)
+        console.print(line, soft_wrap=True)
+
+
 def group_failures(failed: list[CheckResult]) -> list[list[CheckResult]]:
     """Checks that failed for the same reason, together: one explanation each."""
     groups: dict[tuple[str, ...], list[CheckResult]] = {}
@@ -83,22 +131,21 @@ def group_failures(failed: list[CheckResult]) -> list[list[CheckResult]]:
 
 def _print_failure(console: Console, check: CheckResult | ImportFailure, *, lang: str,
                    debug: bool, count: int) -> None:
-    heading = Text("✗ ", style="red")
-    heading.append(check.message or getattr(check, "name", ""), style="bold")
+    suffix = ""
     if count > 1:
-        heading.append(f"  ({feedback.ui('failed_checks', lang, count=count)})", style="dim")
+        suffix += f"  ({feedback.ui('failed_checks', lang, count=count)})"
     if isinstance(check, CheckResult) and check.device != "cpu":
-        heading.append(f"  [{check.device}]", style="dim")
-    console.print(heading)
+        suffix += f"  [{check.device}]"
+    heading = check.message or getattr(check, "name", "")
+    _print_wrapped(console, Text("✗ ", style="red"), heading + suffix, "bold")
     width = max(len(feedback.ui(k, lang)) for k in ("expected", "got", "hint")) + 1
     for key, value in (("expected", check.expected), ("got", check.got), ("hint", check.hint)):
         if value:
             label = f"{feedback.ui(key, lang) + ':':<{width}}"
-            line = Text(f"    {label} ", style="dim")
-            line.append(value, style="yellow" if key == "hint" else "")
-            console.print(line)
+            _print_wrapped(console, Text(f"    {label} ", style="dim"), value,
+                           "yellow" if key == "hint" else "")
     if debug and check.debug:
-        console.print(Text(check.debug.rstrip(), style="dim"), markup=False)
+        console.print(Text(check.debug.rstrip(), style="dim"), markup=False, soft_wrap=True)
 
 
 def _print_output(console: Console, report: Report, *, lang: str) -> None:
@@ -116,17 +163,24 @@ def _print_output(console: Console, report: Report, *, lang: str) -> None:
 
 
 class _Bar:
-    """Progress of a batch run: bar, count, submissions per second, ETA."""
+    """Progress of a batch run: bar, count, submissions per second, ETA, and the student
+    graded last, named in full (a long name is never cut mid-word)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, lang: str) -> None:
         self._progress = progress
-        self._task = progress.add_task("grading", total=None)
+        self._lang = lang
+        self._task = progress.add_task(feedback.ui("grading_progress", lang), total=None,
+                                       student="")
 
     def start(self, total: int) -> None:
         self._progress.update(self._task, total=total)
 
     def advance(self, student: str, report: Report, reused: bool) -> None:
-        self._progress.update(self._task, advance=1, description=f"grading {student[:20]}")
+        self._progress.update(self._task, advance=1, student=student)
+        task = self._progress.tasks[0]
+        if task.total is not None and task.completed >= task.total:
+            self._progress.update(self._task, student="",
+                                  description=feedback.ui("graded_progress", self._lang))
 
 
 class _RateColumn(ProgressColumn):
@@ -136,8 +190,8 @@ class _RateColumn(ProgressColumn):
 
 
 @contextlib.contextmanager
-def progress_bar(console: Console) -> Iterator[_Bar]:
-    columns = (TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
-               _RateColumn(), TimeRemainingColumn())
+def progress_bar(console: Console, *, lang: str = "en") -> Iterator[_Bar]:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               _RateColumn(), TimeRemainingColumn(), TextColumn("{task.fields[student]}"))
     with Progress(*columns, console=console, transient=False) as progress:
-        yield _Bar(progress)
+        yield _Bar(progress, lang)

@@ -179,3 +179,17 @@ def test_debug_shows_what_each_function_printed_passing_or_failing(make_submissi
     assert {(p.function, p.text.splitlines()[0]) for p in report.output} >= {
         ("", "at import"), ("sgd_step", "in sgd_step"), ("zero_grad", "in zero_grad")}
     assert "Printed while" not in run("check", str(path)).stdout  # only with --debug
+
+
+def test_help_lists_the_labs_and_keeps_the_course_teams_commands_out() -> None:
+    main_help = run("--help").stdout
+    assert "check " in main_help and "stubs" not in main_help
+    assert run("stubs", "--help").returncode == 0  # still there for the course team
+    assert "Lab name: autograd, optim, tensor_ops" in run("check", "--help").stdout
+    assert "Lab name: autograd, optim, tensor_ops" in run("grade", "--help").stdout
+
+
+def test_checks_prints_a_header_row() -> None:
+    lines = run("checks", "--lab", "optim").stdout.splitlines()
+    assert lines[0].split() == ["check", "kind", "points", "graded"]
+    assert lines[1].split()[0] == "zero_grad.signature"
