@@ -113,15 +113,43 @@ def _exported(report, output_format: str, lang: str) -> str:  # report: grader.m
     return json.dumps(result_json(report, env=os.environ), indent=2) + "\n"
 
 
+LANGUAGES = ["en", "ko"]  # the locales in grader/locales
+
+
+def lang_option(default: str | None = None, what: str = "the feedback") -> Callable[..., Any]:
+    """--lang, declared once; a platform's commands fix a default, `check` and `grade` read
+    the locale."""
+    return click.option("--lang", type=click.Choice(LANGUAGES), default=default,
+                        show_default=default is not None,
+                        help=f"Language of {what}" + ("." if default else
+                                                      " (default: from the locale)."))
+
+
+timeout_option = click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+    help="Wall-time limit per function's checks, seconds.")
+
+
+def check_options(*, device: str, lang: str | None, timeout: float, memory_mib: int,
+                  rubric_path: Path | None, hidden: Any, integrity: str) -> Any:
+    """The CheckOptions of `check` and `grade`, from their shared options."""
+    from grader import feedback
+    from grader.engine import CheckOptions
+    from grader.models import Limits
+
+    return CheckOptions(device=device, lang=lang or feedback.default_language(),
+                        limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
+                        rubric_override=_load_override(rubric_path), hidden=hidden,
+                        integrity=integrity)
+
+
 def grading_options(command: Callable[..., None]) -> Callable[..., None]:
     """The options `check` and `grade` share: device, language, limits, rubric, hidden."""
     options = [
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
                      show_default=True),
-        click.option("--lang", type=click.Choice(["en", "ko"]), default=None,
-                     help="Language of the feedback (default: from the locale)."),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
-                     show_default=True, help="Wall-time limit per function's checks, seconds."),
+        lang_option(),
+        timeout_option,
         click.option("--memory", "memory_mib", type=click.IntRange(min=256), default=4096,
                      show_default=True, help="Memory limit per submission, in MiB."),
         click.option("--rubric", "rubric_path", type=click.Path(path_type=Path),
@@ -168,16 +196,13 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
           hidden_path: Path | None, integrity: str, debug: bool, failed_only: bool) -> None:
     """Grade one submission (a .py file, a folder or a notebook)."""
-    from grader import feedback
-    from grader.engine import CheckOptions, check_submission
-    from grader.models import Limits
+    from grader.engine import check_submission
     from grader.render import render_text
 
-    lang = lang or feedback.default_language()
-    options = CheckOptions(device=device, lang=lang,
-                           limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
-                           rubric_override=_load_override(rubric_path),
-                           hidden=_load_hidden(hidden_path), integrity=integrity)
+    options = check_options(device=device, lang=lang, timeout=timeout, memory_mib=memory_mib,
+                            rubric_path=rubric_path, hidden=_load_hidden(hidden_path),
+                            integrity=integrity)
+    lang = options.lang
     try:
         report = check_submission(submission, lab=lab, options=options)
     except UsageError:
@@ -218,12 +243,10 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     nbgrader course (submitted/<student>/<assignment>/)."""
     import os
 
-    from grader import feedback
     from grader.batch import BatchOptions, check_instructor_files, grade_class, iter_failures
-    from grader.engine import CheckOptions, UsageError
+    from grader.engine import UsageError
     from grader.hidden import released
     from grader.labs import UnknownLabError, check_lab_name
-    from grader.models import Limits
     from grader.render import progress_bar
     from grader.summary import summary_text
 
@@ -233,15 +256,13 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
         check_lab_name(lab)
     except UnknownLabError as exc:
         _usage_error(str(exc))
-    lang = lang or feedback.default_language()
     hidden = _load_hidden(hidden_path)
-    options = BatchOptions(
-        lab=lab, out=out, workers=workers or os.cpu_count() or 1, force=force,
-        release=released(hidden, release_flag=release),
-        check=CheckOptions(device=device, lang=lang,
-                           limits=Limits(timeout_s=timeout, memory_bytes=memory_mib * 1024**2),
-                           rubric_override=_load_override(rubric_path), hidden=hidden,
-                           integrity=integrity))
+    check = check_options(device=device, lang=lang, timeout=timeout, memory_mib=memory_mib,
+                          rubric_path=rubric_path, hidden=hidden, integrity=integrity)
+    lang = check.lang
+    options = BatchOptions(lab=lab, out=out, workers=workers or os.cpu_count() or 1,
+                           force=force, release=released(hidden, release_flag=release),
+                           check=check)
     try:
         check_instructor_files(options)
     except UsageError as exc:
@@ -281,8 +302,7 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="The CSV file to write (default: GRADES_DIR/canvas.csv or moodle.csv).")
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
-@click.option("--lang", type=click.Choice(["en", "ko"]), default=None,
-              help="Language of Moodle's feedback line (default: from the locale).")
+@lang_option(what="Moodle's feedback line")
 def export(grades_dir: Path, target: str, assignment: str | None, assignment_id: str | None,
            roster_path: Path | None, percent: bool, output: Path | None, force: bool,
            lang: str | None) -> None:
@@ -433,9 +453,8 @@ def gradescope() -> None:
                                                         "after_published"]),
               default="after_published", show_default=True,
               help="When students see hidden checks on Gradescope.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
-              show_default=True, help="Wall-time limit per function's checks, seconds.")
-@click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True)
+@timeout_option
+@lang_option(default="en")
 @click.option("--torch", "torch_version", default=None,
               help="torch version setup.sh installs (default: the one installed here).")
 @click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
@@ -520,9 +539,8 @@ def classroom50_init(lab: str, out: Path, torch_version: str | None, project: Pa
 @click.option("--lab", required=True, help=f"Lab name: {LABS}.")
 @click.option("--checkout", type=click.Path(path_type=Path, file_okay=False),
               default=Path("."), show_default=True, help="The student's repository.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
-              show_default=True, help="Wall-time limit per function's checks, seconds.")
-@click.option("--lang", type=click.Choice(["en", "ko"]), default="en", show_default=True)
+@timeout_option
+@lang_option(default="en")
 def classroom50_run(lab: str, checkout: Path, timeout: float, lang: str) -> None:
     """Grade the checkout into result.json and release-body.md (always written)."""
     import os
