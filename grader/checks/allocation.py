@@ -29,6 +29,15 @@ class AllocationTracker(TorchDispatchMode):
     made during the call (`"reused": true`): a buffer kept at module level, or memory that no
     aten op allocated (mmap + torch.frombuffer), is a temporary however old it is."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """Leave `__torch_dispatch__` unwrapped: torch's default wraps it in
+        `torch._dynamo.disable`, whose first call imports the compiler (torch._dynamo and
+        torch._inductor: 1,600 modules, 0.8 s of the zygote's start and memory that every
+        fork then copies). Submissions are graded eagerly; torch.compile is not part of
+        these labs (under the sandbox it has no compiler to run)."""
+        return False
+
     def __init__(self, arguments: Iterable[torch.Tensor | None] = ()) -> None:
         super().__init__()
         self.events: list[dict[str, Any]] = []
@@ -112,20 +121,21 @@ class ProfilerMeter:
     """Peak bytes from the profiler's raw allocator events during a call, and the op that
     allocated at the peak. It sees memory allocated *inside* an op (logsumexp, median), which
     the dispatch mode cannot; `prof.events()` hides those, so the raw kineto records are read
-    (torch-facts §2). The first profile in a process costs about a second: warm it once."""
+    (torch-facts §2). It is autograd's profiler, under `torch.profiler.profile`: that wrapper
+    asks `hasattr(torch, "_inductor")`, which imports the compiler (800 modules, 0.8 s and a
+    larger zygote for every fork to copy) to read one setting the meter does not need."""
 
     def __enter__(self) -> ProfilerMeter:
-        from torch.profiler import ProfilerActivity, profile
-
         self.peak_bytes = 0
         self.peak_op = ""
-        self._profile = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+        self._profile = torch.autograd.profiler.profile(use_cpu=True, profile_memory=True,
+                                                        use_kineto=True)
         self._profile.__enter__()
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self._profile.__exit__(*exc_info)
-        events = list(self._profile.profiler.kineto_results.events())  # type: ignore[union-attr]
+        events = list(self._profile.kineto_results.events())  # type: ignore[union-attr]
         memory = sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns())
         ops = [e for e in events if e.name() != "[memory]"]
         current = 0
