@@ -4,4 +4,4 @@ The library API lives in `grader.engine` (`check_submission`); the CLI in `grade
 layer over it.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # part of each report's hash: a resumed run regrades older reports

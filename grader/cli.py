@@ -244,18 +244,14 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     import os
 
     from grader.batch import BatchOptions, check_instructor_files, grade_class, iter_failures
-    from grader.engine import UsageError
     from grader.hidden import released
-    from grader.labs import UnknownLabError, check_lab_name
+    from grader.labs import check_lab_name
     from grader.render import progress_bar
     from grader.summary import summary_text
 
     if not submissions.is_dir():
         _usage_error(f"{submissions}: not a folder of submissions")
-    try:
-        check_lab_name(lab)
-    except UnknownLabError as exc:
-        _usage_error(str(exc))
+    check_lab_name(lab)  # a UsageError: one line, exit 2 (GraderGroup.main)
     hidden = _load_hidden(hidden_path)
     check = check_options(device=device, lang=lang, timeout=timeout, memory_mib=memory_mib,
                           rubric_path=rubric_path, hidden=hidden, integrity=integrity)
@@ -263,10 +259,7 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     options = BatchOptions(lab=lab, out=out, workers=workers or os.cpu_count() or 1,
                            force=force, release=released(hidden, release_flag=release),
                            check=check)
-    try:
-        check_instructor_files(options)
-    except UsageError as exc:
-        _usage_error(str(exc))
+    check_instructor_files(options)
     console = Console(highlight=False, stderr=True)
     try:
         with progress_bar(console, lang=lang) as bar:
@@ -371,17 +364,12 @@ def nbgrader_group() -> None:
 def nbgrader_source(lab: str, hidden_path: Path | None, project: Path, out: Path,
                     force: bool) -> None:
     """Write the lab's nbgrader source notebook (<lab file>.ipynb) into OUT."""
-    from grader.engine import UsageError
-    from grader.labs import UnknownLabError
-    from grader.nbgrader import SourceNotebookError, write_source_notebook
+    from grader.nbgrader import write_source_notebook
 
     if not (project / "solutions").is_dir():
         _usage_error(f"{project}: no solutions/ folder here; pass --root PROJECT")
-    try:
-        target = write_source_notebook(lab, solutions_root=project / "solutions", out=out,
-                                       hidden=_load_hidden(hidden_path), force=force)
-    except (UnknownLabError, UsageError, SourceNotebookError) as exc:
-        _usage_error(str(exc))
+    target = write_source_notebook(lab, solutions_root=project / "solutions", out=out,
+                                   hidden=_load_hidden(hidden_path), force=force)
     click.echo(f"wrote {target}; next: `nbgrader generate_assignment {out.name}` in the course "
                "folder")
 

@@ -179,7 +179,7 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
                 if text.strip()]
     problem = observed.import_problem
     failed_import = None if problem is None or tampered(problem) else import_failure(
-        problem, submission, observed.job.api, lang=options.lang, log=observed.job.log)
+        problem, submission, observed.job.api, lang=options.lang)
     return report.model_copy(update={"probe_s": round(observed.probe_s, 4),
                                      "import_error": failed_import, "output": printed,
                                      "protections": protections,
@@ -487,7 +487,7 @@ def _function_results(lab: Lab, function: str, api: dict[str, Any], static: list
         if task.problem is not None:
             parts = {"visible", "withheld"} | (set() if hidden_ran else {"variants"})
             results += _runtime_results(lab, function, task.device, task.problem, rubric, lang,
-                                        task.log, plan, include_shared=none_usable and index == 0,
+                                        "", plan, include_shared=none_usable and index == 0,
                                         parts=frozenset(parts))
         else:
             policy_calls += task.policy_calls

@@ -66,10 +66,10 @@ def import_finding(error: dict[str, Any], submission: Submission) -> Finding:
 
 
 def import_failure(problem: Finding, submission: Submission, record: dict[str, Any] | None,
-                   *, lang: str, log: str) -> ImportFailure:
+                   *, lang: str) -> ImportFailure:
     """The report's one block for a file that did not import: why (worded as `problem`),
     where (from the child's record, when the import raised) and, for --debug, the traceback
-    and what the import printed."""
+    (what the import printed is the report's `output`)."""
     error = (record or {}).get("import_error") or {}
     line = error.get("line") if isinstance(error.get("line"), int) else None
     cell = submission.cell_of(line) if line is not None else None
@@ -81,8 +81,7 @@ def import_failure(problem: Finding, submission: Submission, record: dict[str, A
         line=line, cell=cell[0] if cell else None, cell_line=cell[1] if cell else None,
         code=str(error.get("code") or ""), missing_module=str(problem.params.get("module", "")),
         message=wording.message, expected=wording.expected, got=wording.got, hint=wording.hint,
-        debug="\n".join(part for part in (problem.debug, own_names(log, submission.path.name))
-                        if part),
+        debug=problem.debug,
     )
 
 
@@ -93,6 +92,14 @@ INTEGRITY_KEYS = frozenset({"integrity", "tampered", "tensor_subclass"})
 
 def tampered(problem: Finding) -> bool:
     return problem.key in INTEGRITY_KEYS
+
+
+def import_line(failure: ImportFailure) -> str:
+    """The import failure in one line (a gradebook cell, a log line)."""
+    where = (f"cell {failure.cell}, line {failure.cell_line}" if failure.cell
+             else f"line {failure.line}" if failure.line else "")
+    head = f"{failure.error_type} at {where}" if where else failure.error_type
+    return f"{head}: {failure.error}" if failure.error else head
 
 
 def not_imported(function: str, submission: Submission) -> Finding:

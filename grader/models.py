@@ -118,7 +118,8 @@ class Report(BaseModel):
 
     @property
     def all_passed(self) -> bool:
-        return not self.error and all(c.status != "failed" for c in self.checks)
+        return (not self.error and self.import_error is None
+                and all(c.status != "failed" for c in self.checks))
 
     @property
     def return_code(self) -> int:

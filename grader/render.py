@@ -90,21 +90,22 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
 _CODE_SPAN = re.compile(r"`[^`]*`")
 
 
-def wrap(text: str, *, first: int, rest: int) -> list[str]:
-    """`text` in lines of at most `first` cells (the first line) and `rest` (the others),
-    broken between words only and never inside a `code span`; a word longer than a line
-    stays whole. Cells, not characters: Korean text is two cells a character."""
-    words = _CODE_SPAN.sub(lambda span: span[0].replace(" ", "\0"), text).split(" ")
+def wrap(text: str, *, width: int) -> list[str]:
+    """`text` in lines of at most `width` cells, broken between words only and never inside
+    a `code span`; a word longer than a line stays whole, and a line break in `text` is
+    kept. Cells, not characters: Korean text is two cells a character."""
     lines: list[str] = []
-    line = ""
-    for word in words:
-        limit = first if not lines else rest
-        if line and cell_len(f"{line} {word}".replace("\0", " ")) > limit:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    lines.append(line)
+    for paragraph in text.split("\n"):
+        words = _CODE_SPAN.sub(lambda span: span[0].replace(" ", "\0"),
+                               paragraph).split()
+        line = ""
+        for word in words:
+            if line and cell_len(f"{line} {word}".replace("\0", " ")) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
     return [part.replace("\0", " ") for part in lines]
 
 
@@ -113,7 +114,7 @@ def _print_wrapped(console: Console, prefix: Text, value: str, style: str) -> No
     Not wrapped at all where the output is not a terminal (a CI or LMS log wraps itself)."""
     indent = prefix.cell_len
     width = console.width if console.is_terminal else 10**9
-    parts = wrap(value, first=max(width - indent, 20), rest=max(width - indent, 20))
+    parts = wrap(value, width=max(width - indent, 20))
     for index, part in enumerate(parts):
         line = prefix.copy() if index == 0 else Text(" " * indent)
         line.append(part, style=style)
@@ -136,7 +137,7 @@ def _print_failure(console: Console, check: CheckResult | ImportFailure, *, lang
         suffix += f"  ({feedback.ui('failed_checks', lang, count=count)})"
     if isinstance(check, CheckResult) and check.device != "cpu":
         suffix += f"  [{check.device}]"
-    heading = check.message or getattr(check, "name", "")
+    heading = check.message or (check.name if isinstance(check, CheckResult) else check.file)
     _print_wrapped(console, Text("✗ ", style="red"), heading + suffix, "bold")
     width = max(len(feedback.ui(k, lang)) for k in ("expected", "got", "hint")) + 1
     for key, value in (("expected", check.expected), ("got", check.got), ("hint", check.hint)):

@@ -7,6 +7,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
+from grader.import_failure import import_line
 from grader.models import Report
 
 BUCKETS = 10
@@ -36,8 +37,6 @@ GRADED, NOT_IMPORTED, NOT_GRADABLE = "graded", "did not import", "not gradable"
 
 
 def standing(report: Report) -> Standing:
-    from grader.exporters.text import import_line
-
     points: dict[str, tuple[float, float]] = {}
     for check in report.checks:
         score, possible = points.get(check.function, (0.0, 0.0))
@@ -68,13 +67,14 @@ class FailedCheck:
 @dataclass(frozen=True)
 class ClassSummary:
     graded: int
-    errors: int
+    errors: int  # not gradable (empty, missing, unreadable)
     mean_percent: float
     median_percent: float
     distribution: list[int] = field(default_factory=list)  # students per 10% bucket
     most_failed: list[FailedCheck] = field(default_factory=list)
     # Students whose source the integrity scan flagged, with its findings (instructor-only).
     flagged: list[tuple[str, list[str]]] = field(default_factory=list)
+    not_imported: int = 0  # of `graded`: files that did not import (scored 0)
 
 
 def summarize(standings: list[Standing], *, top: int = 10) -> ClassSummary:
@@ -86,7 +86,8 @@ def summarize(standings: list[Standing], *, top: int = 10) -> ClassSummary:
     failed: Counter[str] = Counter()
     lost: Counter[str] = Counter()
     names: dict[str, str] = {}
-    for student in graded:
+    # A file that did not import fails every row alike: counted apart, not as mistakes.
+    for student in (s for s in graded if s.status != NOT_IMPORTED):
         failed.update(student.failed.keys())
         lost.update(student.lost)
         names.update(student.failed)
@@ -103,12 +104,14 @@ def summarize(standings: list[Standing], *, top: int = 10) -> ClassSummary:
         most_failed=[FailedCheck(check_id, names[check_id], failed[check_id])
                      for check_id in ranked[:top]],
         flagged=[(s.student, list(s.integrity)) for s in standings if s.integrity],
+        not_imported=sum(s.status == NOT_IMPORTED for s in graded),
     )
 
 
 def summary_text(summary: ClassSummary) -> str:
     """The summary as plain text (written to summary.txt and shown in the terminal)."""
-    lines = [f"graded: {summary.graded}, failed to grade: {summary.errors}, "
+    imported = (f" ({summary.not_imported} did not import)" if summary.not_imported else "")
+    lines = [f"graded: {summary.graded}{imported}, failed to grade: {summary.errors}, "
              f"mean {summary.mean_percent:.1f}%, median {summary.median_percent:.1f}%", "",
              "score distribution:"]
     width = max(summary.distribution, default=0) or 1

@@ -55,8 +55,9 @@ def test_in_a_log_the_explanations_are_not_wrapped() -> None:
 
 
 def test_wrap_keeps_a_code_span_longer_than_the_line_whole() -> None:
-    assert wrap("use `a very long code span` now", first=10, rest=10) == [
+    assert wrap("use `a very long code span` now", width=10) == [
         "use", "`a very long code span`", "now"]
+    assert wrap("two\nlines", width=40) == ["two", "lines"]
 
 
 def test_headers_are_in_the_students_language() -> None:

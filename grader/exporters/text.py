@@ -37,14 +37,6 @@ def explained(check: CheckResult | ImportFailure, lang: str, *, count: int = 1) 
     return lines
 
 
-def import_line(failure: ImportFailure) -> str:
-    """The import failure in one line (a gradebook cell, a log line)."""
-    where = (f"cell {failure.cell}, line {failure.cell_line}" if failure.cell
-             else f"line {failure.line}" if failure.line else "")
-    head = f"{failure.error_type} at {where}" if where else failure.error_type
-    return f"{head}: {failure.error}" if failure.error else head
-
-
 def feedback_text(full_report: Report, *, lang: str, release: bool = False) -> str:
     """The student's feedback; hidden checks are left out (and counted) unless released."""
     view = student_view(full_report, release=release)

@@ -11,7 +11,7 @@ import pkgutil
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.labs.base import Lab, _load_rubric
+from grader.labs.base import Lab, load_rubric
 from grader.models import Rubric
 
 
@@ -42,7 +42,7 @@ def check_lab_name(name: str) -> str:
 def lab_rubric(name: str) -> Rubric:
     """A lab's rubric read from its folder, without importing the lab (no torch): what
     usage errors are checked against before anything heavy starts."""
-    return _load_rubric(Path(__file__).with_name(check_lab_name(name)) / "rubric.toml")
+    return load_rubric(Path(__file__).with_name(check_lab_name(name)) / "rubric.toml")
 
 
 def get_lab(name: str) -> Lab:

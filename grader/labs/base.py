@@ -92,7 +92,7 @@ class CheckSpec:
 
 
 @cache
-def _load_rubric(path: Path) -> Rubric:
+def load_rubric(path: Path) -> Rubric:
     """Read and validate once per process: batch grading asks for it per submission."""
     with path.open("rb") as handle:
         return Rubric.model_validate(tomllib.load(handle))
@@ -127,7 +127,7 @@ class Lab:
     record_type: Callable[[str, Case], Any] | None = None
 
     def rubric(self) -> Rubric:
-        return _load_rubric(self.rubric_path)
+        return load_rubric(self.rubric_path)
 
     def checks_for(self, function: str) -> list[CheckSpec]:
         return [c for c in self.checks if c.function == function]

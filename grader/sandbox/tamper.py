@@ -57,11 +57,11 @@ def watch(spaces: dict[str, Any] | None = None) -> Callable[[], list[str]]:
     """Snapshot `spaces` (default: `watched()`) now; the returned function lists what was
     replaced or deleted since (at most 20 qualified names).
 
-    The snapshot holds the values themselves and compares them by identity (`is`), never
-    with `==` (which a planted object could answer) nor with `id()`, which raises an audit
-    event each time: under the child's hook, that made one comparison 0.9 ms instead of 0.2."""
-    namespace, is_instance, listing, mapped = builtins.vars, builtins.isinstance, builtins.list, \
-        builtins.map
+    The snapshot holds the names and values themselves and compares both by identity (`is`),
+    never with `==` (a planted key or value could answer it: a str subclass equal to two names
+    lets two bindings swap unseen) nor with `id()`, which raises an audit event each time:
+    under the child's hook, that made one comparison 0.9 ms instead of 0.12."""
+    namespace, is_instance, mapped = builtins.vars, builtins.isinstance, builtins.map
     every, same, length = builtins.all, operator.is_, builtins.len
     is_module, is_class = ModuleType, type
     modules = sys.modules
@@ -74,7 +74,7 @@ def watch(spaces: dict[str, Any] | None = None) -> Callable[[], list[str]]:
 
     def unchanged(name: str, now: Any) -> bool:
         names, values = fingerprints[name]
-        return (length(now) == length(names) and listing(now) == names
+        return (length(now) == length(names) and every(mapped(same, now, names))
                 and every(mapped(same, now.values(), values)))
 
     def changes() -> list[str]:

@@ -30,9 +30,8 @@ _detach, _to, _contiguous = (torch._C.TensorBase.detach, torch._C.TensorBase.to,
                              torch._C.TensorBase.contiguous)
 _view = torch._C.TensorBase.view
 _numel, _element_size = torch._C.TensorBase.numel, torch._C.TensorBase.element_size
-_frombuffer, _uint8, _cat = torch.frombuffer, torch.uint8, torch.cat
-_PADDINGS = [torch.zeros(size, dtype=torch.uint8) for size in range(ALIGN)]
-_DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+_resolve_conj, _resolve_neg = torch._C.TensorBase.resolve_conj, torch._C.TensorBase.resolve_neg
+_frombuffer, _uint8, _cat, _zeros = torch.frombuffer, torch.uint8, torch.cat, torch.zeros
 _ITEMSIZE = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
 
 
@@ -54,16 +53,14 @@ def dumps(record: Any) -> bytes:
         nonlocal offset
         if not isinstance(value, torch.Tensor):
             return repr(value)[:200]
-        tensor = _contiguous(_to(_detach(value), "cpu"))
+        tensor = _contiguous(_resolve_neg(_resolve_conj(_to(_detach(value), "cpu"))))
         nbytes = _numel(tensor) * _element_size(tensor)
-        dtype = tensor.dtype
-        entry = [offset, nbytes, _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch."),
-                 list(tensor.shape)]
+        entry = [offset, nbytes, str(tensor.dtype).removeprefix("torch."), list(tensor.shape)]
         padding = -nbytes % ALIGN  # each tensor starts aligned: loads views it
         if nbytes:
             tensors.append(_view(_view(tensor, -1), _uint8))
-        if padding:
-            tensors.append(_PADDINGS[padding])
+        if padding:  # made here: nothing the submission can reach decides these bytes
+            tensors.append(_zeros(padding, dtype=_uint8))
         offset += nbytes + padding
         return {TENSOR: entry}
 

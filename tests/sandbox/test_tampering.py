@@ -61,3 +61,37 @@ def test_protections_come_from_the_worker_never_from_a_record(make_submission,
     assert report.score == report.max_score
     assert "bubblewrap" not in report.protections and "gVisor" not in report.protections
     assert "separate process" in report.protections
+
+
+def test_a_planted_key_equal_to_two_names_cannot_hide_a_swap() -> None:
+    """Names are compared by identity too: a str subclass that equals two names would let
+    two bindings swap under an `==` comparison of the names."""
+    import types
+
+    from grader.sandbox import tamper
+
+    victim = types.ModuleType("victim")
+    victim.check = lambda: "check"  # type: ignore[attr-defined]
+    victim.always = lambda: "always"  # type: ignore[attr-defined]
+    changes = tamper.watch({"victim": victim})
+    check, always = victim.check, victim.always  # type: ignore[attr-defined]
+
+    class Twin(str):  # hashes as another name, and equals both
+        def __new__(cls, text: str, hashed_as: str) -> Twin:
+            twin = super().__new__(cls, text)
+            twin.hashed_as = hashed_as  # type: ignore[attr-defined]
+            return twin
+
+        def __hash__(self) -> int:
+            return hash(self.hashed_as)  # type: ignore[attr-defined]
+
+        def __eq__(self, other: object) -> bool:
+            return other in ("check", "always")
+
+    del victim.check, victim.always  # type: ignore[attr-defined]
+    # In the same places and with the same values as before, but `victim.check` now finds
+    # the key hashed as "check", which holds `always`.
+    vars(victim)[Twin("check", hashed_as="always")] = check
+    vars(victim)[Twin("always", hashed_as="check")] = always
+    assert victim.check is always  # type: ignore[attr-defined]
+    assert "victim.check" in changes()
