@@ -36,6 +36,7 @@ from grader.layouts import Found, discover
 from grader.models import Report
 from grader.sandbox import Sandbox
 from grader.sandbox.limits import release_freed_memory
+from grader.sandbox.runner import BATCH_PRELOAD
 from grader.submission import Submission, SubmissionError, load_submission
 from grader.summary import ClassSummary, Standing, standing, summarize, summary_text
 
@@ -145,7 +146,7 @@ class _Workers:
     def sandbox(self) -> Sandbox:
         sandbox = getattr(self._local, "sandbox", None)
         if sandbox is None:
-            sandbox = Sandbox([self._lab], uid_slot=self.slot())
+            sandbox = Sandbox([self._lab], uid_slot=self.slot(), preload=BATCH_PRELOAD)
             self._local.sandbox = sandbox
             with self._lock:
                 self._all.append(sandbox)

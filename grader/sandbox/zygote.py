@@ -324,6 +324,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("labs", nargs="*", help="labs whose probes every child inherits")
     parser.add_argument("--user-namespace", action="store_true",
                         help="make the process namespaces from a user namespace (no root)")
+    parser.add_argument("--preload", action="append", default=[],
+                        help="a module every child inherits loaded (runner.BATCH_PRELOAD)")
     args = parser.parse_args(argv)
     protocol_out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints from imports must not corrupt the protocol
@@ -340,6 +342,8 @@ def main(argv: list[str] | None = None) -> None:
     for lab in args.labs:
         probes = importlib.import_module(f"grader.labs.{lab}.probes")
         probes.warm_up()  # pay one-time lazy imports once, not in every child
+    for module in args.preload:
+        importlib.import_module(module)
     containment = Containment(namespaces, child.prepare(), user_namespace=user_namespace)
     if torch.cuda.is_initialized():  # children could not use CUDA after this fork
         print("zygote: CUDA was initialised during warm-up; CUDA tasks will fail",
