@@ -34,6 +34,12 @@ TRUSTED_PATH = ("json", "json.encoder", "json.decoder", "struct", "os", "posix",
                 "io", "traceback", "linecache", "functools")
 
 
+# Names torch itself rebinds on a lazy import after the snapshot, which the grader never calls:
+# importing torch._dynamo (torch.optim's first call does) wraps torch.manual_seed, and every
+# input the grader draws comes from a torch.Generator of its own, never the global seed.
+UNWATCHED = {"torch": frozenset({"manual_seed"})}
+
+
 def watched() -> dict[str, Any]:
     """The namespaces watched, by qualified name. The zygote finds them once for all its
     children (they hold the same modules): the walk over sys.modules would otherwise copy
@@ -64,7 +70,7 @@ def watch(spaces: dict[str, Any] | None = None) -> Callable[[], list[str]]:
     namespace, is_instance, mapped = builtins.vars, builtins.isinstance, builtins.map
     every, same, length = builtins.all, operator.is_, builtins.len
     is_module, is_class = ModuleType, type
-    modules = sys.modules
+    modules, unwatched = sys.modules, dict(UNWATCHED)
     spaces = dict(watched() if spaces is None else spaces)
     before = {name: dict(namespace(space)) for name, space in spaces.items()}
     # Each namespace's names and values, in order: comparing them is a C loop, so a
@@ -87,7 +93,10 @@ def watch(spaces: dict[str, Any] | None = None) -> Callable[[], list[str]]:
             now = namespace(space)
             if unchanged(name, now):
                 continue
+            skipped = unwatched.get(name, frozenset())
             for attr, was in attributes.items():
+                if attr in skipped:
+                    continue
                 if attr not in now or (now[attr] is not was
                                        and not is_instance(now[attr], is_module)):
                     found.append(f"{name}.{attr}")
