@@ -84,15 +84,9 @@ def _load_override(path: Path | None):  # -> RubricOverride | None
 
 
 def _load_hidden(path: Path | None):  # -> HiddenFile | None
-    from grader.hidden import HiddenFileError, load_hidden_file
+    from grader.hidden import load_hidden_file
 
-    if path is None:
-        return None
-    try:
-        return load_hidden_file(path)
-    except HiddenFileError as exc:
-        _usage_error(str(exc))
-    return None
+    return None if path is None else load_hidden_file(path)  # a UsageError: one line
 
 
 def _exported(report, output_format: str, lang: str) -> str:  # report: grader.models.Report
@@ -173,12 +167,9 @@ def main() -> None:
     """Grade PyTorch in-place semantics: identity, storage, version counter, allocations."""
     import os
 
-    from grader.sandbox.limits import UidError, configured_uid
+    from grader.sandbox.limits import configured_uid
 
-    try:
-        configured_uid(os.environ)  # a typo here would otherwise surface mid-run
-    except UidError as exc:
-        _usage_error(str(exc))
+    configured_uid(os.environ)  # a typo here would otherwise surface mid-run
 
 
 @main.command()
@@ -303,8 +294,8 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     `grade`. Students who could not be graded are left out (their LMS grade stays)."""
     from grader import feedback
     from grader.batch import REPORTS, iter_reports, mixed_labs, write_atomically
-    from grader.exporters.lms_csv import ExportError, canvas_csv, moodle_csv, visible_standing
-    from grader.roster import RosterError, read_roster
+    from grader.exporters.lms_csv import canvas_csv, moodle_csv, visible_standing
+    from grader.roster import read_roster
 
     if not (grades_dir / REPORTS).is_dir():
         _usage_error(f"{grades_dir}: no {REPORTS}/ folder; pass the --out folder of "
@@ -315,10 +306,7 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     output = output or grades_dir / f"{target}.csv"
     if output.exists() and not force:
         _usage_error(f"{output} exists; pass --force to overwrite it, or -o FILE")
-    try:
-        roster = read_roster(roster_path) if roster_path is not None else None
-    except RosterError as exc:
-        _usage_error(str(exc))
+    roster = read_roster(roster_path) if roster_path is not None else None
     labs: set[str] = set()
     standings = []
     for report in iter_reports(grades_dir):  # one report at a time: memory stays flat
@@ -330,15 +318,12 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     if len(labs) > 1:
         _usage_error(mixed_labs(grades_dir, labs))
     name = assignment or next(iter(labs))
-    try:
-        if target == "canvas":
-            result = canvas_csv(standings, assignment=name, assignment_id=assignment_id,
-                                roster=roster, percent=percent)
-        else:
-            result = moodle_csv(standings, assignment=name, roster=roster, percent=percent,
-                                lang=lang or feedback.default_language())
-    except ExportError as exc:
-        _usage_error(str(exc))
+    if target == "canvas":
+        result = canvas_csv(standings, assignment=name, assignment_id=assignment_id,
+                            roster=roster, percent=percent)
+    else:
+        result = moodle_csv(standings, assignment=name, roster=roster, percent=percent,
+                            lang=lang or feedback.default_language())
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     write_atomically(output, result.text)
@@ -382,12 +367,9 @@ def list_checks(lab: str, show_cases: bool) -> None:
     """List a lab's check ids, kinds and points (the keys a --rubric file may set)."""
     import json
 
-    from grader.labs import UnknownLabError, get_lab
+    from grader.labs import get_lab
 
-    try:
-        lab_obj = get_lab(lab)
-    except UnknownLabError as exc:
-        _usage_error(str(exc))
+    lab_obj = get_lab(lab)
     if show_cases:
         for function in lab_obj.functions:
             for case in lab_obj.cases(function):
@@ -505,20 +487,16 @@ def classroom50() -> None:
 def classroom50_init(lab: str, out: Path, torch_version: str | None, project: Path,
                      force: bool) -> None:
     """Write autograder.py and the grader's wheel for a Classroom 50 assignment."""
-    from grader.labs import UnknownLabError, check_lab_name
-    from grader.platforms.classroom50 import Classroom50Error, init
+    from importlib.metadata import version
+
+    from grader.labs import check_lab_name
+    from grader.platforms.classroom50 import init
 
     if (out / "autograder.py").exists() and not force:
         _usage_error(f"{out / 'autograder.py'} exists; pass --force to overwrite it")
-    try:
-        check_lab_name(lab)
-        if torch_version is None:
-            from importlib.metadata import version
-
-            torch_version = version("torch").split("+")[0]
-        written = init(lab=lab, out=out, project=project, torch_version=torch_version)
-    except (UnknownLabError, Classroom50Error) as exc:
-        _usage_error(str(exc))
+    check_lab_name(lab)
+    torch_version = torch_version or version("torch").split("+")[0]
+    written = init(lab=lab, out=out, project=project, torch_version=torch_version)
     for path in written:
         click.echo(f"wrote {path}")
 
@@ -533,14 +511,11 @@ def classroom50_run(lab: str, checkout: Path, timeout: float, lang: str) -> None
     """Grade the checkout into result.json and release-body.md (always written)."""
     import os
 
-    from grader.labs import UnknownLabError, check_lab_name
+    from grader.labs import check_lab_name
     from grader.models import Limits
     from grader.platforms.classroom50 import run
 
-    try:
-        check_lab_name(lab)
-    except UnknownLabError as exc:
-        _usage_error(str(exc))
+    check_lab_name(lab)
     report = run(checkout, lab=lab, env=os.environ, lang=lang, limits=Limits(timeout_s=timeout))
     click.echo(f"{report.lab}: {report.score:g} / {report.max_score:g}; wrote "
                f"{checkout / 'result.json'}")

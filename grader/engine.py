@@ -297,10 +297,9 @@ def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
         if problem is None and record is not None and task.witness is not None:
             problem = _witness_problem(lab, task, record["observations"]["cases"],
                                        job.witnessed[index])
-        printed = job.outputs[index] if index < len(job.outputs) else job.log
         ran.append(_Ran(task.device, problem,
-                        record["observations"] if problem is None and record else {}, printed,
-                        tuple(outcome.policy_calls)))
+                        record["observations"] if problem is None and record else {},
+                        job.outputs[index], tuple(outcome.policy_calls)))
     return ran
 
 
@@ -423,14 +422,13 @@ def judge_submission(context: GradingContext, submission: Submission,
     calls it makes: a use on hidden cases only is still a use."""
     lab, options, job = context.lab, context.options, observed.job
     if observed.import_problem is not None:  # told once, in the report's import_error
-        problem = observed.import_problem
+        problem = observed.import_problem  # what it printed is the report's `output`
         return [row for function in lab.functions
                 for index, device in enumerate(context.devices)
                 for row in _runtime_results(
-                    lab, function, device, problem if tampered(problem)
-                    else not_imported(function, submission), context.rubric, context.lang,
-                    job.log if tampered(problem) else "", context.plan,
-                    include_shared=index == 0)]
+                    lab, function, device,
+                    problem if tampered(problem) else not_imported(function, submission),
+                    context.rubric, context.lang, "", context.plan, include_shared=index == 0)]
     assert job.api is not None
     api, scan = job.api["api"], job.outcome.static
     results: list[CheckResult] = []

@@ -42,13 +42,19 @@ def own_traceback(text: str, submission: Submission) -> str:
     return _TRACEBACK_LINE.sub(in_cell, text)
 
 
+def _place(line: int | None, cell: tuple[int, int] | None) -> str:
+    """"line 60", or a notebook's "cell 4, line 2"; "" where the line is unknown."""
+    if cell is not None:
+        return f"cell {cell[0]}, line {cell[1]}"
+    return f"line {line}" if line else ""
+
+
 def location(submission: Submission, line: int | None, code: str) -> str:
     """Where in the student's file: "line 60: `def f(x)`", or for a notebook "cell 4, line 2:
     `import matplotlib`"; "" where the line is unknown."""
     if line is None:
         return ""
-    cell = submission.cell_of(line)
-    place = f"cell {cell[0]}, line {cell[1]}" if cell else f"line {line}"
+    place = _place(line, submission.cell_of(line))
     return f"{place}: `{code}`" if code else place
 
 
@@ -96,8 +102,8 @@ def tampered(problem: Finding) -> bool:
 
 def import_line(failure: ImportFailure) -> str:
     """The import failure in one line (a gradebook cell, a log line)."""
-    where = (f"cell {failure.cell}, line {failure.cell_line}" if failure.cell
-             else f"line {failure.line}" if failure.line else "")
+    cell = (failure.cell, failure.cell_line) if failure.cell and failure.cell_line else None
+    where = _place(failure.line, cell)
     head = f"{failure.error_type} at {where}" if where else failure.error_type
     return f"{head}: {failure.error}" if failure.error else head
 

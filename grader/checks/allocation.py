@@ -33,7 +33,7 @@ class AllocationTracker(TorchDispatchMode):
     def _should_skip_dynamo(cls) -> bool:
         """Leave `__torch_dispatch__` unwrapped: torch's default wraps it in
         `torch._dynamo.disable`, whose first call imports the compiler (torch._dynamo and
-        torch._inductor: 1,600 modules, 0.8 s of the zygote's start and memory that every
+        torch._inductor: about 830 modules, 0.8 s of the zygote's start and memory that every
         fork then copies). Submissions are graded eagerly; torch.compile is not part of
         these labs (under the sandbox it has no compiler to run)."""
         return False

@@ -281,7 +281,7 @@ def scan_source(source: bytes, *, names: list[str], package: str) -> dict[str, A
 class Inherited:
     """What the zygote prepares once, before its first fork, for every child: the children
     start with exactly its modules, so what only depends on those is the same in each.
-    Walking sys.modules in every child instead cost about 3,000 copy-on-write page faults
+    Walking sys.modules in every child instead cost about 2,700 copy-on-write page faults
     (11 ms) per child (bench/sandbox_layers.py). A child receives it as an argument, never
     through a module global a submission could reach."""
 
