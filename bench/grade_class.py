@@ -2,7 +2,8 @@
 correct-idiom files of the tests, grade it, and report beside a bare torch import.
 
 Prints submissions per second, the per-submission overhead beyond the submission's own probe
-time, and the grader's memory at start and end. Usage:
+time, where a submission's time goes (Report.phases, per phase), and the peak memory of the
+grading process and of a worker's zygote. Usage:
     python bench/grade_class.py [--n 1000] [--workers 2] [--lab optim] [--from DIR]
 """
 
@@ -44,6 +45,34 @@ def build_class(sources_folder: Path, n: int, folder: Path) -> None:
     sources = sorted(sources_folder.glob("*.py"))
     for index in range(n):
         shutil.copy(sources[index % len(sources)], folder / f"student{index:05d}.py")
+
+
+# Report.phases, in the order a submission meets them, with what each one is.
+PHASE_NAMES = {
+    "ready": "waiting for a fresh zygote's warm-up",
+    "fork": "zygote: fork of the child",
+    "setup": "child: view, uid drop, seccomp, source scan",
+    "import": "child: import of the submission, its API",
+    "between": "child: between tasks (tamper checks)",
+    "tasks": "child: probes and their records",
+    "exit": "child: exit after its last line",
+    "reap": "zygote: kill, reap, sweep",
+    "wait": "grader: the job, sent to answered (all of the above)",
+    "decode": "grader: loading the records",
+    "judge": "grader: judging and the report",
+    "write": "grader: report and feedback files",
+}
+
+
+def phase_lines(phases: dict[str, float], graded: int) -> list[str]:
+    """Milliseconds per graded submission for each phase, then the children's CPU."""
+    n = max(graded, 1)
+    lines = [f"  {name:8} {phases.get(name, 0.0) * 1000 / n:7.1f} ms  {what}"
+             for name, what in PHASE_NAMES.items()]
+    lines.append(f"  children's CPU {phases.get('child_user', 0.0) * 1000 / n:.1f} ms user + "
+                 f"{phases.get('child_sys', 0.0) * 1000 / n:.1f} ms sys, "
+                 f"{phases.get('child_faults', 0.0) / n:.0f} page faults")
+    return lines
 
 
 def bare_import_s() -> float:
@@ -107,7 +136,9 @@ def main() -> None:
           f"sandbox (zygotes and children) {sandbox[0]:.0f} ms user + {sandbox[1]:.0f} ms sys")
     during = ", ".join(f"at {mark} {value:.0f}" for mark, value in sampled)
     print(f"grader RSS (MiB): before torch {start_rss:.0f}, {during}, end (gradebook "
-          f"rebuilt) {end_rss:.0f}, peak {peak:.0f}")
+          f"rebuilt) {end_rss:.0f}, peak {peak:.0f}; zygote peak {result.zygote_peak_mib:.0f}")
+    print("per submission, by phase (worker time):")
+    print("\n".join(phase_lines(result.phases, result.graded)))
     fresh = import_s * result.students / args.workers
     print(f"bare `python -c 'import torch'`: {import_s:.2f} s "
           f"(a fresh process per submission would need {fresh:.0f} s)")

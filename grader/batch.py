@@ -62,6 +62,10 @@ class BatchResult:
     errors: list[tuple[str, str]] = field(default_factory=list)
     elapsed_s: float = 0.0
     summary: ClassSummary | None = None
+    # Seconds per phase summed over the submissions graded in this run (Report.phases, and
+    # "write": their report and feedback files), and the workers' peak zygote RSS (bench/).
+    phases: dict[str, float] = field(default_factory=dict)
+    zygote_peak_mib: float = 0.0
 
 
 Progress = Callable[[str, Report, bool], None]  # (student, report, reused)
@@ -159,10 +163,12 @@ class _Workers:
             sandbox.close()
             self._local.sandbox = None
 
-    def close(self) -> None:
+    def close(self) -> float:
+        """Close every sandbox; the largest peak RSS of their zygotes, in MiB."""
         with self._lock:
             for sandbox in self._all:
                 sandbox.close()
+            return max((sandbox.peak_mib for sandbox in self._all), default=0.0)
 
 
 def _grade_one(found: Found, options: BatchOptions, workers: _Workers) -> tuple[Report, bool]:
@@ -276,7 +282,11 @@ def grade_class(submissions: Path, *, options: BatchOptions,
                     del futures[future]  # memory stays flat: the report lives on disk now
                     if len(futures) % 64 == 0:
                         release_freed_memory()
+                    writing = time.monotonic()
                     _save(report, options, reused=reused)
+                    if not reused:
+                        _add_phases(result.phases, {**report.phases,
+                                                    "write": time.monotonic() - writing})
                     result.reused += reused
                     result.graded += not reused and not report.error
                     if report.error:
@@ -288,7 +298,7 @@ def grade_class(submissions: Path, *, options: BatchOptions,
                     future.cancel()
                 raise
     finally:
-        workers.close()
+        result.zygote_peak_mib = workers.close()
         result.elapsed_s = time.monotonic() - started
         # Rebuilt from disk even after Ctrl-C: whatever was graded is in the gradebook.
         # One report at a time: the grader's memory stays flat however large the class.
@@ -298,6 +308,11 @@ def grade_class(submissions: Path, *, options: BatchOptions,
         current = [on_disk[s.student] for s in students if s.student in on_disk]
         result.summary = write_class_files(options, current)
     return result
+
+
+def _add_phases(total: dict[str, float], phases: dict[str, float]) -> None:
+    for name, value in phases.items():
+        total[name] = total.get(name, 0.0) + value
 
 
 def iter_failures(result: BatchResult) -> Iterator[str]:

@@ -165,6 +165,7 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
         context = GradingContext(lab_obj, effective_rubric(lab_obj, options.rubric_override),
                                  hidden_plan(lab_obj, options.hidden), tuple(devices), options)
         observed = observe(sandbox, context, submission)
+    judging = time.monotonic()
     if observed.import_problem is None and observed.job.api is not None and not any(
             observed.job.api["api"].get(name) for name in lab_obj.functions):
         return _nothing_to_grade(submission, lab, options, "defines none of the lab's names ("
@@ -180,7 +181,9 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
     problem = observed.import_problem
     failed_import = None if problem is None or tampered(problem) else import_failure(
         problem, submission, observed.job.api, lang=options.lang)
+    phases = {**observed.phases, "judge": time.monotonic() - judging}
     return report.model_copy(update={"probe_s": round(observed.probe_s, 4),
+                                     "phases": {k: round(v, 6) for k, v in phases.items()},
                                      "import_error": failed_import, "output": printed,
                                      "protections": protections,
                                      "integrity": observed.job.outcome.static.anywhere})
@@ -389,6 +392,15 @@ class Observed:
         """Seconds the submission's tasks ran."""
         return sum(outcome.wall_s for ran in (self.job, self.hidden_job) if ran is not None
                    for outcome in ran.outcome.tasks)
+
+    @property
+    def phases(self) -> dict[str, float]:
+        """The sandbox's phases of both jobs, summed (JobResult.phases)."""
+        summed: dict[str, float] = {}
+        for ran in (self.job, self.hidden_job):
+            for name, value in (ran.phases if ran is not None else {}).items():
+                summed[name] = summed.get(name, 0.0) + value
+        return summed
 
 
 def observe(sandbox: Sandbox, context: GradingContext, submission: Submission) -> Observed:

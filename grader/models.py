@@ -115,6 +115,10 @@ class Report(BaseModel):
     torch_version: str
     elapsed_s: float
     probe_s: float = Field(default=0.0, description="Time the submission's probes ran.")
+    phases: dict[str, float] = Field(default_factory=dict, description=(
+        "Where the grading time went: seconds per phase of the sandbox (zygote.PHASES and "
+        "JobResult.phases) and of judging, and the children's page faults. For bench/; "
+        "never graded."))
 
     @property
     def all_passed(self) -> bool:

@@ -21,6 +21,7 @@ _grad_fn = vars(_TensorBase)["grad_fn"].__get__
 _detach = _TensorBase.detach
 _clone = _TensorBase.clone
 _to = _TensorBase.to
+_is_cpu = vars(_TensorBase)["is_cpu"].__get__
 
 
 # A subclass can answer clone/detach through __torch_function__ with values its memory does not
@@ -48,13 +49,17 @@ def state(t: torch.Tensor) -> dict[str, Any]:
 
 def values(t: torch.Tensor) -> torch.Tensor:
     """A detached CPU copy of `t`'s values (safe to send back to the grading process)."""
-    return _to(_clone(_detach(t)), "cpu")
+    copy = _clone(_detach(t))
+    return copy if _is_cpu(copy) else _to(copy, "cpu")  # a probe makes thousands a submission
 
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bitwise-equal values, NaN equal to NaN (a tensor "left untouched")."""
+    """Bitwise-equal values, NaN equal to NaN (a tensor "left untouched"). Compared where
+    they are, without copies: comparing reads, it never writes either tensor."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    a, b = values(a), values(b)
+    a, b = _detach(a), _detach(b)
+    if _is_cpu(a) != _is_cpu(b):
+        a, b = _to(a, "cpu"), _to(b, "cpu")
     return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all()) if a.is_floating_point() \
         else bool(torch.equal(a, b))

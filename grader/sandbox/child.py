@@ -30,7 +30,7 @@ from grader.checks.policy import static_uses
 from grader.checks.source import method_calls, parse
 from grader.sandbox import audit, tamper, witness
 from grader.sandbox.audit import INTEGRITY_EVENT
-from grader.sandbox.containment import private_proc
+from grader.sandbox.containment import die_with_parent, private_proc
 from grader.sandbox.limits import (
     SYSTEM_READABLE,
     apply_rlimits,
@@ -358,6 +358,8 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
     if job.run_as is not None:
         limits += drop_privileges(job.run_as)
     limits += drop_capabilities()  # after the uid drop, which needs CAP_SETUID
+    if die_with_parent(progress_fd):  # after both drops, which clear it
+        limits.append("ends with the worker")
     if apply_view(view):
         limits.append("file system view")
     limits += restrict_syscalls(protected, channel=progress_fd)

@@ -170,6 +170,20 @@ def private_proc() -> bool:
         return False
 
 
+def die_with_parent(channel: int) -> bool:
+    """In a child: end with the zygote (killed with the grading process, or by Ctrl-C), not
+    run on to its CPU limit with nobody left to stop it. Set after the uid and capability
+    drops, which clear it; a zygote that died before this leaves the progress pipe, `channel`,
+    without a reader, and the child ends now. True where the kernel took the setting."""
+    if _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return False
+    poller = select.poll()
+    poller.register(channel, select.POLLOUT)
+    if any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
+        os._exit(1)
+    return True
+
+
 def own_children() -> list[int]:
     """Pids whose parent is this process (orphans reparented here included)."""
     pids: list[int] = []

@@ -123,3 +123,6 @@ class JobOutcome(BaseModel):
         "Layers in force: applied by the zygote, or reported by the child before the"
         " submission was imported; never what the child said afterwards."))
     static: StaticScan = Field(default_factory=StaticScan)
+    phases: dict[str, float] = Field(default_factory=dict, description=(
+        "Where the job's time went, as the zygote measured it (zygote.PHASES; bench/): "
+        "seconds per phase and the children's CPU seconds and page faults. Never graded."))

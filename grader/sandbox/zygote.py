@@ -19,6 +19,7 @@ import gc
 import importlib
 import json
 import os
+import resource
 import select
 import signal
 import sys
@@ -44,6 +45,14 @@ if TYPE_CHECKING:  # child.py imports torch, which must wait for the user namesp
 
 LINE_LIMIT = 64 * 1024  # bytes in one progress line; longer is a protocol violation
 INTEGRITY_LIMIT = 20  # integrity events kept per task
+
+# The job's phases as the zygote sees them (JobOutcome.phases), summed over its children: the
+# fork itself, then each span between two progress lines, named by the line that ends it, then
+# the child's exit and its reaping; plus the children's CPU and page faults (wait4). Timing
+# only: a child can delay or hasten its lines, never change what is graded.
+PHASE_ENDED_BY = {"P": "setup", "I": "import", "E": "import", "S": "between", "D": "tasks"}
+PHASES = ("fork", "setup", "import", "between", "tasks", "exit", "reap",
+          "child_user", "child_sys", "child_faults")
 
 
 class ProtocolViolation(Exception):
@@ -122,11 +131,14 @@ class _Child:
         from grader.sandbox.child import child_main
 
         read_fd, write_fd = os.pipe()
+        forking = time.monotonic()
         pid = containment.namespaces.fork()
         if pid == 0:
             os.close(read_fd)
             child_main(job, first_task=first_task, progress_fd=write_fd,
                        inherited=containment.inherited)  # never returns
+        self.forked = time.monotonic()
+        self.fork_s = self.forked - forking
         os.close(write_fd)
         self.pid = pid
         self._pipe = os.fdopen(read_fd, "rb", buffering=0)
@@ -134,6 +146,7 @@ class _Child:
         self._buffer = b""
         self._eof = False
         self.status: int | None = None
+        self.usage: resource.struct_rusage | None = None  # the child's own CPU, once reaped
 
     def next_message(self, deadline: float) -> str | None:
         """The next progress line; None when the child ended or the deadline passed. A line
@@ -157,7 +170,7 @@ class _Child:
                 self._eof = True
             if self._pidfd in ready:
                 self._drain()
-                _, self.status = os.waitpid(self.pid, 0)
+                _, self.status, self.usage = os.wait4(self.pid, 0)
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode(errors="replace")
 
@@ -178,7 +191,7 @@ class _Child:
             signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)  # it left its group? (never
             # a reused pid: the descriptor names this process, reaped or not)
         if self.status is None:
-            _, self.status = os.waitpid(self.pid, 0)
+            _, self.status, self.usage = os.wait4(self.pid, 0)
         self._pipe.close()
         os.close(self._pidfd)
         return self.status
@@ -237,6 +250,7 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
     job_integrity: list[str] = []
     children = leftovers = 0
     next_task = 0
+    phases = dict.fromkeys(PHASES, 0.0)
     stamp = wire.stamp(job.nonce)
     while next_task < len(job.tasks) or api_outcome is None:
         child = _Child(job, next_task, containment)
@@ -247,9 +261,14 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
         started = time.monotonic()
         deadline = started + job.timeout_s
         violation = ""
+        mark = child.forked
         try:
             while (message := child.next_message(deadline)) is not None:
                 kind = progress.accept(message)
+                if kind in PHASE_ENDED_BY:
+                    now = time.monotonic()
+                    phases[PHASE_ENDED_BY[kind]] += now - mark
+                    mark = now
                 if kind == "S":
                     started = time.monotonic()
                     deadline = started + job.timeout_s
@@ -259,8 +278,11 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
         except ProtocolViolation as exc:
             violation = str(exc)
         timed_out = child.status is None and not violation
+        stopping = time.monotonic()
         status = child.stop()
         leftovers += containment.sweep(job)
+        _add_child_phases(phases, child, exit_s=stopping - mark,
+                          reap_s=time.monotonic() - stopping)
         if protections is None and progress.protections is not None:
             protections, static = progress.protections, progress.static
         job_integrity += progress.integrity.get(None, [])
@@ -316,7 +338,20 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
         leftover_processes=leftovers,
         protections=containment.protections(job) + (protections or []),
         static=static,
+        phases={name: round(value, 6) for name, value in phases.items()},
     )
+
+
+def _add_child_phases(phases: dict[str, float], child: _Child, *, exit_s: float,
+                      reap_s: float) -> None:
+    """Add one child's fork, exit, reaping and CPU to the job's phases."""
+    phases["fork"] += child.fork_s
+    phases["exit"] += exit_s
+    phases["reap"] += reap_s
+    if child.usage is not None:
+        phases["child_user"] += child.usage.ru_utime
+        phases["child_sys"] += child.usage.ru_stime
+        phases["child_faults"] += child.usage.ru_minflt + child.usage.ru_majflt
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,11 +11,18 @@ from __future__ import annotations
 import ctypes
 import os
 import select
+import signal
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from grader.labs import get_lab
+from grader.models import Limits
+from grader.sandbox import Sandbox, TaskSpec
 from grader.sandbox.containment import PidNamespaces, enter_user_namespace, sweep_children
+from grader.sandbox.runner import SandboxError
 
 PR_SET_DUMPABLE = 4
 UNPRIVILEGED = 64_999  # no account uses it; only a forked helper of this test ever has it
@@ -79,3 +86,61 @@ def test_without_root_a_childs_descendants_die_with_it() -> None:
         pytest.skip("this kernel lets no unprivileged process make a user namespace")
     assert code != SURVIVOR, "a detached grandchild outlived its namespace"
     assert code == 0
+
+
+def _children_of(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (signal 0 would answer for a zombie too)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_a_running_child_ends_with_its_killed_worker() -> None:
+    """Ctrl-C, or a kill of `grade`, ends the zygotes; a child in the middle of a task that
+    hangs must end with its zygote, not sleep on with no one left to stop it."""
+    lab = get_lab("optim")
+    sandbox = Sandbox(["optim"])
+    hang = "import time\n\ndef zero_grad(params, set_to_none=False):\n    time.sleep(20)\n"
+    target = sandbox.new_submission_file(hang)
+    outcome: list[object] = []
+
+    def grade() -> None:
+        try:
+            outcome.append(sandbox.run_job(
+                lab="optim", submission=target, limits=Limits(timeout_s=30),
+                tasks=[TaskSpec("zero_grad", "cpu", lab.cases("zero_grad"))]))
+        except SandboxError as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=grade)
+    runner.start()
+    zygote = sandbox._proc.pid
+    child = None
+    try:
+        deadline = time.monotonic() + 60
+        while child is None and time.monotonic() < deadline:
+            found = _children_of(zygote)
+            child = found[0] if found else None
+            time.sleep(0.05)
+        assert child is not None, "the worker forked no child"
+        time.sleep(1.0)  # the child is past its set-up, sleeping in the submission
+        os.kill(zygote, signal.SIGKILL)  # the worker this test started
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "a child outlived its killed worker"
+    finally:
+        if child is not None and _alive(child):
+            os.kill(child, signal.SIGKILL)  # started by this test's worker
+        runner.join(timeout=30)
+        sandbox.close()
+    assert isinstance(outcome[0], SandboxError)
