@@ -26,9 +26,7 @@ if TYPE_CHECKING:
 
 # Variables the child must not inherit or must have: one thread per child (fork + OpenMP
 # hazard, reproducible fp32 sums), a small malloc arena count (RLIMIT_AS headroom), NVML-based
-# CUDA detection so nothing in the zygote initialises CUDA, and malloc's memory in transparent
-# huge pages where the kernel offers them on request: a fork copies one entry per 2 MiB of the
-# zygote's heap instead of 512 (fork 5.1 -> 3.9 ms, exit 6.5 -> 4.8 ms a child; bench/).
+# CUDA detection so nothing in the zygote initialises CUDA.
 _CHILD_ENV = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
@@ -36,7 +34,6 @@ _CHILD_ENV = {
     "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONHASHSEED": "0",
-    "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
 }
 _KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES",
              "LD_LIBRARY_PATH", "TMPDIR")
