@@ -5,6 +5,7 @@ Prints submissions per second, the per-submission overhead beyond the submission
 time, where a submission's time goes (Report.phases, per phase), and the peak memory of the
 grading process and of a worker's zygote. Usage:
     python bench/grade_class.py [--n 1000] [--workers 2] [--lab optim] [--from DIR]
+                                [--cluster local:2]
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def main() -> None:
     parser.add_argument("--lab", default="optim")
     parser.add_argument("--from", dest="sources", type=Path, default=None,
                         help="folder of submissions to cycle (default: the tests' named ones)")
+    parser.add_argument("--cluster", default="",
+                        help="grade on a Dask cluster (grade --cluster), e.g. local:2")
     args = parser.parse_args()
     sources = args.sources or ROOT / "tests" / "submissions" / args.lab
 
@@ -116,7 +119,7 @@ def main() -> None:
         sandbox_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         result = grade_class(subs, options=BatchOptions(
-            lab=args.lab, out=out, workers=args.workers,
+            lab=args.lab, out=out, workers=args.workers, cluster=args.cluster,
             check=CheckOptions(device="cpu", lang="en")), on_progress=record)
         wall = time.perf_counter() - started
         end_rss = rss_mib()
@@ -125,8 +128,9 @@ def main() -> None:
         sandbox = cpu_ms(sandbox_before, resource.getrusage(resource.RUSAGE_CHILDREN), args.n)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     per_sub = wall * args.workers / max(result.students, 1)
-    print(f"lab {args.lab}, {result.students} submissions, {args.workers} workers, "
-          f"{os.cpu_count()} cores")
+    where = (f"{result.cluster_workers} Dask workers ({args.cluster})" if args.cluster
+             else f"{args.workers} workers")
+    print(f"lab {args.lab}, {result.students} submissions, {where}, {os.cpu_count()} cores")
     print(f"wall {wall:.1f} s -> {result.students / wall:.1f} submissions/s")
     print(f"per submission (worker time): {per_sub * 1000:.0f} ms; of which probes "
           f"{statistics.fmean(probes) * 1000:.0f} ms "

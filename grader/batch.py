@@ -13,7 +13,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +52,7 @@ class BatchOptions:
     force: bool = False
     check: CheckOptions = field(default_factory=CheckOptions)
     release: bool = False  # hidden results shown in the students' feedback files
+    cluster: str = ""  # a Dask scheduler's address or local[:N] (cluster.py); "": here
 
 
 @dataclass
@@ -66,6 +67,7 @@ class BatchResult:
     # "write": their report and feedback files), and the workers' peak zygote RSS (bench/).
     phases: dict[str, float] = field(default_factory=dict)
     zygote_peak_mib: float = 0.0
+    cluster_workers: int = 0  # the Dask workers in use (cluster.py); 0: graded here
 
 
 Progress = Callable[[str, Report, bool], None]  # (student, report, reused)
@@ -171,27 +173,53 @@ class _Workers:
             return max((sandbox.peak_mib for sandbox in self._all), default=0.0)
 
 
-def _grade_one(found: Found, options: BatchOptions, workers: _Workers) -> tuple[Report, bool]:
-    """(report, reused) for one student; never raises for a problem of the submission."""
-    filename = LAB_FILES[options.lab]
-    submission = _read(found, filename)
+@dataclass(frozen=True)
+class Pending:
+    """A submission to grade: read, hashed, and not graded before."""
+
+    found: Found
+    submission: Submission
+    digest: str
+
+
+def prepare(found: Found, options: BatchOptions) -> tuple[Report, bool] | Pending:
+    """(report, reused) where nothing needs to run (unreadable, or graded before with the
+    same hash), else what to grade; never raises for a problem of the submission."""
+    submission = _read(found, LAB_FILES[options.lab])
     if isinstance(submission, str):
-        report = error_report(lab=options.lab, submission=str(found.path or found.student),
-                              error=submission, options=options.check)
-        return report.model_copy(update={"student": found.student}), False
+        return grading_failed(found, submission, options), False
     digest = submission_hash(submission.source, lab=options.lab, options=options.check)
     previous = _previous(options.out, found.student)
     if not options.force and previous is not None and previous.submission_hash == digest:
         return previous, True
+    return Pending(found, submission, digest)
+
+
+def grading_failed(found: Found, error: str, options: BatchOptions, digest: str = "") -> Report:
+    """The error row of a student who could not be graded (`error` says why)."""
+    report = error_report(lab=options.lab, submission=str(found.path or found.student),
+                          error=error, options=options.check)
+    return stamped(report, found, digest)
+
+
+def stamped(report: Report, found: Found, digest: str) -> Report:
+    """`report` as the student's, keyed by the hash of what was graded (resume)."""
+    return report.model_copy(update={"student": found.student, "submission_hash": digest})
+
+
+def _grade_one(found: Found, options: BatchOptions, workers: _Workers) -> tuple[Report, bool]:
+    """(report, reused) for one student; never raises for a problem of the submission."""
+    pending = prepare(found, options)
+    if not isinstance(pending, Pending):
+        return pending
     try:
-        report = grade_submission(submission, lab=options.lab, options=options.check,
+        report = grade_submission(pending.submission, lab=options.lab, options=options.check,
                                   sandbox=workers.sandbox())
     except Exception as exc:  # the grader's own failure: this student gets an error row
         workers.replace()
-        report = error_report(lab=options.lab, submission=str(found.path),
-                              error=f"internal error while grading: {exc}",
-                              options=options.check)
-    return report.model_copy(update={"student": found.student, "submission_hash": digest}), False
+        return grading_failed(found, f"internal error while grading: {exc}", options,
+                              pending.digest), False
+    return stamped(report, found, pending.digest), False
 
 
 def _save(report: Report, options: BatchOptions, *, reused: bool) -> None:
@@ -264,41 +292,38 @@ def check_instructor_files(options: BatchOptions) -> None:
 def grade_class(submissions: Path, *, options: BatchOptions,
                 on_progress: Progress | None = None,
                 on_start: Callable[[int], None] | None = None) -> BatchResult:
-    """Grade every submission under `submissions` into `options.out`."""
+    """Grade every submission under `submissions` into `options.out`: on this machine's
+    workers, or on a Dask cluster (`options.cluster`, cluster.py). Either way this process
+    is the only one that writes a file."""
     started = time.monotonic()
     check_instructor_files(options)
     students = discover(submissions, filename=LAB_FILES[options.lab])
     result = BatchResult(students=len(students))
     if on_start is not None:
         on_start(len(students))
-    workers = _Workers(options.lab)
+    if options.cluster:
+        from grader.cluster import graded_on_cluster  # Dask only when asked for
+
+        reports = graded_on_cluster(students, options, result)
+    else:
+        reports = _graded_here(students, options, result)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, options.workers)) as pool:
-            futures = {pool.submit(_grade_one, found, options, workers): found
-                       for found in students}
-            try:
-                for future in as_completed(list(futures)):
-                    report, reused = future.result()
-                    del futures[future]  # memory stays flat: the report lives on disk now
-                    if len(futures) % 64 == 0:
-                        release_freed_memory()
-                    writing = time.monotonic()
-                    _save(report, options, reused=reused)
-                    if not reused:
-                        _add_phases(result.phases, {**report.phases,
-                                                    "write": time.monotonic() - writing})
-                    result.reused += reused
-                    result.graded += not reused and not report.error
-                    if report.error:
-                        result.errors.append((report.student, report.error))
-                    if on_progress is not None:
-                        on_progress(report.student, report, reused)
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+        for index, (report, reused) in enumerate(reports, start=1):
+            if index % 64 == 0:
+                release_freed_memory()  # memory stays flat: the report lives on disk now
+            writing = time.monotonic()
+            _save(report, options, reused=reused)
+            if not reused:
+                _add_phases(result.phases, {**report.phases,
+                                            "write": time.monotonic() - writing})
+            result.reused += reused
+            result.graded += not reused and not report.error
+            if report.error:
+                result.errors.append((report.student, report.error))
+            if on_progress is not None:
+                on_progress(report.student, report, reused)
     finally:
-        result.zygote_peak_mib = workers.close()
+        reports.close()  # its workers stop now, even after Ctrl-C
         result.elapsed_s = time.monotonic() - started
         # Rebuilt from disk even after Ctrl-C: whatever was graded is in the gradebook.
         # One report at a time: the grader's memory stays flat however large the class.
@@ -308,6 +333,24 @@ def grade_class(submissions: Path, *, options: BatchOptions,
         current = [on_disk[s.student] for s in students if s.student in on_disk]
         result.summary = write_class_files(options, current)
     return result
+
+
+def _graded_here(students: list[Found], options: BatchOptions, result: BatchResult
+                 ) -> Generator[tuple[Report, bool], None, None]:
+    """(report, reused) per student as this machine's workers finish them."""
+    workers = _Workers(options.lab)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, options.workers)) as pool:
+            pending = {pool.submit(_grade_one, found, options, workers) for found in students}
+            try:
+                for future in as_completed(list(pending)):
+                    pending.discard(future)  # its report is the caller's now, then on disk
+                    yield future.result()
+            finally:  # interrupted, or closed by the caller: nothing more starts
+                for future in pending:
+                    future.cancel()
+    finally:
+        result.zygote_peak_mib = workers.close()
 
 
 def _add_phases(total: dict[str, float], phases: dict[str, float]) -> None:

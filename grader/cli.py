@@ -227,9 +227,13 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
 @click.option("--release", is_flag=True,
               help="Show hidden results in the students' feedback files (no regrading).")
 @click.option("--force", is_flag=True, help="Regrade submissions already graded.")
+@click.option("--cluster", default="", metavar="ADDRESS",
+              help="Grade on a Dask cluster: a scheduler's tcp://HOST:PORT, or local[:N] "
+              "(N worker processes here); needs inplace-grader[cluster].")
 def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
-          hidden_path: Path | None, integrity: str, release: bool, force: bool) -> None:
+          hidden_path: Path | None, integrity: str, release: bool, force: bool,
+          cluster: str) -> None:
     """Grade a class: SUBMISSIONS is a folder of files or folders named by student, or an
     nbgrader course (submitted/<student>/<assignment>/)."""
     import os
@@ -243,13 +247,17 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     if not submissions.is_dir():
         _usage_error(f"{submissions}: not a folder of submissions")
     check_lab_name(lab)  # a UsageError: one line, exit 2 (GraderGroup.main)
+    if cluster:
+        from grader.cluster import parse_address  # Dask: a UsageError where it is missing
+
+        parse_address(cluster)
     hidden = _load_hidden(hidden_path)
     check = check_options(device=device, lang=lang, timeout=timeout, memory_mib=memory_mib,
                           rubric_path=rubric_path, hidden=hidden, integrity=integrity)
     lang = check.lang
     options = BatchOptions(lab=lab, out=out, workers=workers or os.cpu_count() or 1,
                            force=force, release=released(hidden, release_flag=release),
-                           check=check)
+                           check=check, cluster=cluster)
     check_instructor_files(options)
     console = Console(highlight=False, stderr=True)
     try:
@@ -268,9 +276,11 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     for line in iter_failures(result):
         click.echo(f"not graded: {line}")
     rate = (result.graded / result.elapsed_s) if result.elapsed_s else 0.0
+    where = f" on {result.cluster_workers} Dask workers" if cluster else ""
     click.echo(f"graded {result.graded}, reused {result.reused}, failed to grade "
-                  f"{len(result.errors)}; mean {result.summary.mean_percent:.1f}%; "
-                  f"{result.elapsed_s:.1f} s ({rate:.1f}/s); gradebook: {out / 'gradebook.csv'}")
+               f"{len(result.errors)}; mean {result.summary.mean_percent:.1f}%; "
+               f"{result.elapsed_s:.1f} s ({rate:.1f}/s){where}; "
+               f"gradebook: {out / 'gradebook.csv'}")
 
 
 @main.command()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import resource
 import stat
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -108,6 +110,28 @@ def worker_uid(base: int, slot: int) -> int:
     if not 0 <= slot < UID_SLOTS:
         raise UidError(f"worker {slot}: at most {UID_SLOTS} workers drop to their own uid")
     return _nth_uid(base, slot * UIDS_PER_WORKER)
+
+
+def claim_slot(first: int, *, folder: Path | None = None) -> tuple[int, int]:
+    """(slot, descriptor): the first uid slot from `first` on that no other process on this
+    machine holds, held (an flock) until the descriptor is closed. Dask workers on one host
+    each start sandboxes of their own; two that dropped to the same uids could end each
+    other's jobs (the uid sweep) or signal them."""
+    folder = folder or Path(tempfile.gettempdir()) / "inplace-grader-slots"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise UidError(f"{folder}: not a private folder of this user; remove it")
+    for slot in range(first, UID_SLOTS):
+        fd = os.open(folder / f"{slot}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return slot, fd
+    raise UidError(f"all {UID_SLOTS} worker uid slots of this machine are taken")
 
 
 def job_uid(first: int, job: int) -> int:

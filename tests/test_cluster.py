@@ -1,0 +1,168 @@
+"""Grading on a Dask cluster (`grade --cluster`): the same gradebook as a local `grade`, from
+real schedulers and workers on 127.0.0.1, one of them killed by its pid mid-run."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.batch import BatchOptions, grade_class, load_reports
+from grader.engine import CheckOptions
+from grader.models import Limits
+
+distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
+
+KNOWN = Path(__file__).parent / "submissions" / "optim"
+# Known mistakes and correct idioms, a folder submission with a helper module of its own,
+# and a file that does not import: every kind of row a gradebook has.
+NAMES = ("reference_copy", "SGD_args_reordered", "Adam_no_bias_correction", "Adam_missing",
+         "sgd_step_add_out", "sgd_step_data_add_temp")
+
+
+def a_class(folder: Path, copies: int = 1) -> Path:
+    folder.mkdir(parents=True)
+    for round_ in range(copies):
+        for name in NAMES:
+            (folder / f"{name}-{round_}.py").write_text((KNOWN / f"{name}.py").read_text())
+    (folder / "broken.py").write_text("def zero_grad(params:\n")
+    own = folder / "alice"
+    own.mkdir()
+    source = (KNOWN / "reference_copy.py").read_text()
+    (own / "helpers.py").write_text(source)
+    future = "from __future__ import annotations\n"
+    (own / "optimizer.py").write_text(source.replace(
+        future, future + "from helpers import zero_grad  # noqa\n", 1))
+    return folder
+
+
+def options(out: Path, cluster: str = "", workers: int = 2) -> BatchOptions:
+    check = CheckOptions(device="cpu", lang="en", limits=Limits(timeout_s=20))
+    return BatchOptions(lab="optim", out=out, workers=workers, check=check, cluster=cluster)
+
+
+def gradebook(out: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
+
+
+def verdicts(out: Path) -> dict[str, list[tuple[str, str, str, float, str]]]:
+    """Each student's rows as (check, device, status, score, message): what was decided and
+    what the student reads."""
+    return {report.student: [(c.id, c.device, c.status, c.score, c.message)
+                             for c in report.checks] for report in load_reports(out)}
+
+
+def test_a_local_cluster_grades_the_class_as_a_local_grade_does(tmp_path: Path) -> None:
+    subs = a_class(tmp_path / "subs")
+    grade_class(subs, options=options(tmp_path / "here"))
+    result = grade_class(subs, options=options(tmp_path / "there", cluster="local:2"))
+    assert result.cluster_workers == 2
+    assert gradebook(tmp_path / "there") == gradebook(tmp_path / "here")
+    assert verdicts(tmp_path / "there") == verdicts(tmp_path / "here")
+    alice = next(r for r in load_reports(tmp_path / "there") if r.student == "alice")
+    assert alice.score == alice.max_score  # its helper module travelled with it
+    assert {r.student for r in load_reports(tmp_path / "there")} >= {"alice", "broken"}
+
+
+def _start(command: list[str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log.open("wb"),
+                            start_new_session=True)
+
+
+def _scheduler_address(scheduler_file: Path, deadline: float) -> str:
+    while time.monotonic() < deadline:
+        try:
+            return json.loads(scheduler_file.read_text())["address"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.1)
+    raise AssertionError("the scheduler wrote no address")
+
+
+def _wait_for_workers(address: str, count: int, deadline: float) -> None:
+    with distributed.Client(address, timeout="10s") as client:
+        client.wait_for_workers(count, timeout=max(1.0, deadline - time.monotonic()))
+
+
+def test_a_class_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
+    """A scheduler and two workers started by hand; one is killed (by its pid) once the
+    first reports are in: its submissions are graded on the other, each report once, and
+    the gradebook is a local grade's."""
+    subs = a_class(tmp_path / "subs", copies=3)
+    grade_class(subs, options=options(tmp_path / "here"))
+    scheduler_file = tmp_path / "scheduler.json"
+    processes = [_start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                         "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                         str(scheduler_file)], tmp_path / "scheduler.log")]
+    try:
+        deadline = time.monotonic() + 120
+        address = _scheduler_address(scheduler_file, deadline)
+        workers = [_start([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                           "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host",
+                           "127.0.0.1"], tmp_path / f"worker{index}.log") for index in range(2)]
+        processes += workers
+        _wait_for_workers(address, 2, deadline)
+        seen: list[str] = []
+
+        def kill_one(student: str, report: object, reused: bool) -> None:
+            seen.append(student)
+            if len(seen) == 3:
+                os.kill(workers[0].pid, signal.SIGKILL)  # a worker this test started
+
+        result = grade_class(subs, options=options(tmp_path / "there", cluster=address),
+                             on_progress=kill_one)
+        assert workers[0].wait(timeout=10) == -signal.SIGKILL
+        assert len(seen) == len(set(seen)) == result.students  # each report once
+        assert not result.errors
+        assert gradebook(tmp_path / "there") == gradebook(tmp_path / "here")
+        assert verdicts(tmp_path / "there") == verdicts(tmp_path / "here")
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()  # started by this test
+            process.wait(timeout=30)
+
+
+def test_without_cluster_nothing_of_dask_is_imported(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "alice.py").write_text((KNOWN / "reference_copy.py").read_text())
+    script = ("import sys\nfrom grader.cli import main\n"
+              f"sys.argv = ['inplace-grader', 'grade', {str(subs)!r}, '--lab', 'optim', "
+              f"'--out', {str(tmp_path / 'out')!r}, '--workers', '1', '--device', 'cpu']\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+              "('dask', 'distributed')), file=sys.stderr)\n")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300)
+    assert (tmp_path / "out" / "gradebook.csv").exists(), ran.stderr[-2000:]
+    assert ran.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("address", ["localhost:8786", "local:0", "local:x", "tcp://", "ssh://a:1"])
+def test_a_malformed_address_is_one_line(tmp_path: Path, address: str) -> None:
+    (tmp_path / "subs").mkdir()
+    ran = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "subs"),
+                          "--lab", "optim", "--out", str(tmp_path / "out"), "--cluster",
+                          address], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 2
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--cluster" in lines[0] and "Traceback" not in ran.stderr
+
+
+def test_no_scheduler_at_the_address_is_one_line(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "alice.py").write_text((KNOWN / "reference_copy.py").read_text())
+    ran = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab", "optim",
+                          "--out", str(tmp_path / "out"), "--cluster", "tcp://127.0.0.1:9"],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 2, ran.stderr[-2000:]
+    assert "no Dask scheduler answered" in ran.stderr.strip().splitlines()[-1]
