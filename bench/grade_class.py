@@ -140,7 +140,8 @@ def main() -> None:
           f"sandbox (zygotes and children) {sandbox[0]:.0f} ms user + {sandbox[1]:.0f} ms sys")
     during = ", ".join(f"at {mark} {value:.0f}" for mark, value in sampled)
     print(f"grader RSS (MiB): before torch {start_rss:.0f}, {during}, end (gradebook "
-          f"rebuilt) {end_rss:.0f}, peak {peak:.0f}; zygote peak {result.zygote_peak_mib:.0f}")
+          f"rebuilt) {end_rss:.0f}, peak {peak:.0f}; zygote peak "
+          + (f"{result.zygote_peak_mib:.0f}" if not args.cluster else "(on the Dask workers)"))
     print("per submission, by phase (worker time):")
     print("\n".join(phase_lines(result.phases, result.graded)))
     fresh = import_s * result.students / args.workers
