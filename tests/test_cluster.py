@@ -166,3 +166,46 @@ def test_no_scheduler_at_the_address_is_one_line(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 2, ran.stderr[-2000:]
     assert "no Dask scheduler answered" in ran.stderr.strip().splitlines()[-1]
+
+
+class EndsWorkerOn(distributed.WorkerPlugin):
+    """Test-only: the worker process ends (as the out-of-memory killer would end it) each
+    time it starts grading the submission whose hash begins with `digest`."""
+
+    def __init__(self, digest: str) -> None:
+        self.digest = digest
+
+    def transition(self, key: object, start: str, finish: str, **kwargs: object) -> None:
+        if finish == "executing" and f"grade-{self.digest}" in str(key):
+            os._exit(1)
+
+
+def test_a_submission_that_keeps_ending_its_worker_is_an_error_row(tmp_path: Path) -> None:
+    import dask
+
+    from grader.batch import submission_hash
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    source = (KNOWN / "reference_copy.py").read_text()
+    (subs / "reference_copy.py").write_text(source)
+    (subs / "doomed.py").write_text(source + "\n# the same code under another hash\n")
+    (subs / "SGD_args_reordered.py").write_text((KNOWN / "SGD_args_reordered.py").read_text())
+    batch = options(tmp_path / "out")
+    digest = submission_hash((subs / "doomed.py").read_text(), lab="optim",
+                             options=batch.check)[:16]
+    # One task on a worker at a time: only the submission running when it ends is suspected.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1,
+                          "distributed.scheduler.worker-saturation": 1.0}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1",
+                                     dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        client.register_plugin(EndsWorkerOn(digest), name="ends-worker")
+        result = grade_class(subs, options=options(tmp_path / "out",
+                                                   cluster=cluster.scheduler_address))
+    errors = dict(result.errors)
+    assert set(errors) == {"doomed"}
+    assert "ended the grading worker each time it ran" in errors["doomed"]
+    book = {row["student"]: row for row in gradebook(tmp_path / "out")}
+    assert book["reference_copy"]["percent"] == "100.0"
+    assert book["doomed"]["status"] == "not gradable"
