@@ -42,6 +42,7 @@ except ImportError as exc:  # one line for the user, not a traceback (GraderGrou
 LOCAL = re.compile(r"local(?::(?P<workers>[1-9][0-9]{0,3}))?")
 SCHEDULER = re.compile(r"(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}")
 PLUGIN = "inplace-grader-sandboxes"
+GPU = "GPU"  # the resource a worker with a CUDA device declares: dask worker --resources GPU=1
 # Cluster workers' uid slots start here, above those of a local `grade` on the same machine.
 FIRST_CLUSTER_SLOT = 512
 
@@ -160,7 +161,29 @@ def grade_on_worker(work: Work) -> str:
         except Exception:
             sandboxes.replace(work.lab)
             raise
-    return report.model_dump_json()
+    return report.model_copy(update={"graded_on": worker.address}).model_dump_json()
+
+
+def gpu_workers(client: distributed.Client) -> list[str]:
+    """The addresses of the workers that declare a GPU resource."""
+    workers = client.scheduler_info().get("workers", {})
+    return [address for address, info in workers.items()
+            if (info.get("resources") or {}).get(GPU, 0) >= 1]
+
+
+def route(device: str, gpus: list[str]) -> tuple[str, dict[str, Any]]:
+    """(the device option the workers grade with, the resources a submission's task needs).
+    CUDA checks run only on workers that declare a GPU, and there every device's checks run;
+    without one, `auto` grades the CPU checks anywhere (the CUDA ones are reported skipped, as
+    on a machine without CUDA), so no undeclared GPU decides a student's rows."""
+    if device == "cpu":
+        return "cpu", {}
+    if gpus:
+        return device, {GPU: 1}
+    if device == "cuda":
+        raise UsageError("--device cuda: no worker of the cluster declares a GPU (start one "
+                         "with: dask worker ADDRESS --resources GPU=1)")
+    return "cpu", {}
 
 
 def own_folder_files(folder: Path) -> dict[str, bytes]:
@@ -198,6 +221,8 @@ def graded_on_cluster(students: list[Found], options: BatchOptions, result: Batc
     with connect(options.cluster, workers=options.workers) as client:
         client.register_plugin(SandboxPlugin(), name=PLUGIN)
         result.cluster_workers = len(client.scheduler_info().get("workers", {}))
+        device, resources = route(options.check.device, gpu_workers(client))
+        check = replace(options.check, device=device)
         futures: dict[Any, Pending] = {}
         try:
             for found in students:
@@ -207,9 +232,11 @@ def graded_on_cluster(students: list[Found], options: BatchOptions, result: Batc
                     continue
                 folder = (own_folder_files(pending.submission.search_path)
                           if pending.submission.search_path is not None else {})
-                work = Work(options.lab, pending.submission, folder, options.check)
-                futures[client.submit(grade_on_worker, work, pure=False,
-                                      key=f"grade-{pending.digest[:16]}-{len(futures)}")] = pending
+                work = Work(options.lab, pending.submission, folder, check)
+                future = client.submit(grade_on_worker, work, pure=False,
+                                       resources=resources or None,
+                                       key=f"grade-{pending.digest[:16]}-{len(futures)}")
+                futures[future] = pending
             for future in distributed.as_completed(list(futures)):
                 yield _report_of(future, futures.pop(future), options), False
         finally:  # interrupted, or closed by the caller: nothing more runs

@@ -115,6 +115,8 @@ class Report(BaseModel):
     torch_version: str
     elapsed_s: float
     probe_s: float = Field(default=0.0, description="Time the submission's probes ran.")
+    graded_on: str = Field(default="", description=(
+        "The Dask worker that ran it, every device's checks (grade --cluster); empty: here."))
     phases: dict[str, float] = Field(default_factory=dict, description=(
         "Where the grading time went: seconds per phase of the sandbox (zygote.PHASES and "
         "JobResult.phases) and of judging, and the children's page faults. For bench/; "

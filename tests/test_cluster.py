@@ -3,6 +3,7 @@ real schedulers and workers on 127.0.0.1, one of them killed by its pid mid-run.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -11,12 +12,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from grader.batch import BatchOptions, grade_class, load_reports
 from grader.engine import CheckOptions
+from grader.errors import UsageError
 from grader.models import Limits
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
@@ -44,8 +47,8 @@ def a_class(folder: Path, copies: int = 1) -> Path:
     return folder
 
 
-def options(out: Path, cluster: str = "", workers: int = 2) -> BatchOptions:
-    check = CheckOptions(device="cpu", lang="en", limits=Limits(timeout_s=20))
+def options(out: Path, cluster: str = "", workers: int = 2, device: str = "cpu") -> BatchOptions:
+    check = CheckOptions(device=device, lang="en", limits=Limits(timeout_s=20))
     return BatchOptions(lab="optim", out=out, workers=workers, check=check, cluster=cluster)
 
 
@@ -77,18 +80,35 @@ def _start(command: list[str], log: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
-def _scheduler_address(scheduler_file: Path, deadline: float) -> str:
-    while time.monotonic() < deadline:
-        try:
-            return json.loads(scheduler_file.read_text())["address"]
-        except (OSError, ValueError, KeyError):
+@contextlib.contextmanager
+def scheduler_and_workers(folder: Path, workers: list[list[str]]
+                          ) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    """A scheduler on 127.0.0.1 and one worker per argument list, as an instructor starts
+    them by hand (`dask scheduler`, `dask worker`); (address, workers), all ended after."""
+    folder.mkdir(parents=True, exist_ok=True)
+    scheduler_file = folder / "scheduler.json"
+    processes = [_start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
+                         "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                         str(scheduler_file)], folder / "scheduler.log")]
+    try:
+        deadline = time.monotonic() + 120
+        while not scheduler_file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-    raise AssertionError("the scheduler wrote no address")
-
-
-def _wait_for_workers(address: str, count: int, deadline: float) -> None:
-    with distributed.Client(address, timeout="10s") as client:
-        client.wait_for_workers(count, timeout=max(1.0, deadline - time.monotonic()))
+        time.sleep(0.2)  # written in one go, but let it land
+        address = json.loads(scheduler_file.read_text())["address"]
+        started = [_start([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                           "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host",
+                           "127.0.0.1", *arguments], folder / f"worker{index}.log")
+                   for index, arguments in enumerate(workers)]
+        processes += started
+        with distributed.Client(address, timeout="10s") as client:
+            client.wait_for_workers(len(workers), timeout=max(1.0, deadline - time.monotonic()))
+        yield address, started
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()  # started here
+            process.wait(timeout=30)
 
 
 def test_a_class_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
@@ -97,18 +117,7 @@ def test_a_class_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
     the gradebook is a local grade's."""
     subs = a_class(tmp_path / "subs", copies=3)
     grade_class(subs, options=options(tmp_path / "here"))
-    scheduler_file = tmp_path / "scheduler.json"
-    processes = [_start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
-                         "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
-                         str(scheduler_file)], tmp_path / "scheduler.log")]
-    try:
-        deadline = time.monotonic() + 120
-        address = _scheduler_address(scheduler_file, deadline)
-        workers = [_start([sys.executable, "-m", "distributed.cli.dask_worker", address,
-                           "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host",
-                           "127.0.0.1"], tmp_path / f"worker{index}.log") for index in range(2)]
-        processes += workers
-        _wait_for_workers(address, 2, deadline)
+    with scheduler_and_workers(tmp_path, [[], []]) as (address, workers):
         seen: list[str] = []
 
         def kill_one(student: str, report: object, reused: bool) -> None:
@@ -119,15 +128,26 @@ def test_a_class_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
         result = grade_class(subs, options=options(tmp_path / "there", cluster=address),
                              on_progress=kill_one)
         assert workers[0].wait(timeout=10) == -signal.SIGKILL
-        assert len(seen) == len(set(seen)) == result.students  # each report once
-        assert not result.errors
-        assert gradebook(tmp_path / "there") == gradebook(tmp_path / "here")
-        assert verdicts(tmp_path / "there") == verdicts(tmp_path / "here")
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()  # started by this test
-            process.wait(timeout=30)
+    assert len(seen) == len(set(seen)) == result.students  # each report once
+    assert not result.errors
+    assert gradebook(tmp_path / "there") == gradebook(tmp_path / "here")
+    assert verdicts(tmp_path / "there") == verdicts(tmp_path / "here")
+
+
+def test_cuda_checks_go_only_to_a_worker_that_declares_a_gpu(tmp_path: Path) -> None:
+    """With `--device auto`, a class is graded where a GPU is declared, and each report
+    names that worker; without one, `--device cuda` is refused before anything runs."""
+    subs = a_class(tmp_path / "subs")
+    with scheduler_and_workers(tmp_path, [["--resources", "GPU=1"], []]) as (address, _):
+        with distributed.Client(address, timeout="10s") as client:
+            gpu = [a for a, info in client.scheduler_info()["workers"].items()
+                   if info["resources"].get("GPU")]
+        grade_class(subs, options=options(tmp_path / "auto", cluster=address, device="auto"))
+    assert {report.graded_on for report in load_reports(tmp_path / "auto")
+            if not report.error} == set(gpu)
+    with scheduler_and_workers(tmp_path / "cpu-only", [[]]) as (address, _), \
+            pytest.raises(UsageError, match="declares a GPU"):
+        grade_class(subs, options=options(tmp_path / "cuda", cluster=address, device="cuda"))
 
 
 def test_without_cluster_nothing_of_dask_is_imported(tmp_path: Path) -> None:
