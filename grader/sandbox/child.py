@@ -358,11 +358,11 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
     if job.run_as is not None:
         limits += drop_privileges(job.run_as)
     limits += drop_capabilities()  # after the uid drop, which needs CAP_SETUID
-    if die_with_parent(progress_fd):  # after both drops, which clear it
-        limits.append("ends with the worker")
+    ends_with_worker = die_with_parent(progress_fd)  # after both drops, which clear it
     if apply_view(view):
         limits.append("file system view")
-    limits += restrict_syscalls(protected, channel=progress_fd)
+    filtered = restrict_syscalls(protected, channel=progress_fd)  # which keeps it set
+    limits += filtered + (["ends with the worker"] if ends_with_worker and filtered else [])
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
     static = scan_source(source, names=lab_probes.LAB_NAMES, package=job.forbidden_package)

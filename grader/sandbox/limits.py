@@ -312,6 +312,7 @@ REFUSED_SYSCALLS = ("socket", "socketpair", "ptrace", "process_vm_readv", "proce
                     "open_tree", "move_mount", "fsopen", "fsmount", "fsconfig", "fspick",
                     "mount_setattr")
 SIGNAL_SYSCALLS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+PR_SET_PDEATHSIG = 1  # prctl option: the child's "ends with the worker" (containment.py)
 
 
 def restrict_syscalls(protected: list[int], *, channel: int = -1) -> list[str]:
@@ -319,7 +320,8 @@ def restrict_syscalls(protected: list[int], *, channel: int = -1) -> list[str]:
     (protected_targets: the grader, the worker that forked this child, their threads and
     groups, and `kill(-1)`), and the progress `channel` can be neither closed nor replaced
     (`dup2` of a pipe of the submission's own over it would let it filter what the worker
-    hears).
+    hears), and the parent-death signal the child set cannot be cleared (it would outlive a
+    killed worker).
 
     A thread the grader starts after this child was forked is not in the list; where the child
     is in a process namespace of its own it cannot name any of them, and where it drops to its
@@ -342,6 +344,7 @@ def restrict_syscalls(protected: list[int], *, channel: int = -1) -> list[str]:
             word = target & 0xFFFFFFFF
             for name in SIGNAL_SYSCALLS:
                 rules.add_rule(deny, name, seccomp.Arg(0, seccomp.MASKED_EQ, 0xFFFFFFFF, word))
+        rules.add_rule(deny, "prctl", seccomp.Arg(0, seccomp.EQ, PR_SET_PDEATHSIG))
         for name, argument in (("close", 0), ("dup2", 1), ("dup3", 1)):
             if channel >= 0:
                 with contextlib.suppress(OSError, RuntimeError, ValueError):  # no dup2: arm64

@@ -104,13 +104,29 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def test_a_running_child_ends_with_its_killed_worker() -> None:
+HANGS = """
+import time
+from pathlib import Path
+
+def zero_grad(params, set_to_none=False):
+    {before}
+    Path("started").write_text("")  # in its scratch folder: the grader sees it begin
+    time.sleep(20)
+"""
+# What a submission would run to outlive a killed worker: clear the parent-death signal.
+CLEARS_DEATH_SIGNAL = ("import ctypes\n    "
+                       "ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG = 0")
+
+
+@pytest.mark.parametrize("before", ["pass", CLEARS_DEATH_SIGNAL], ids=["hangs", "clears"])
+def test_a_running_child_ends_with_its_killed_worker(before: str) -> None:
     """Ctrl-C, or a kill of `grade`, ends the zygotes; a child in the middle of a task that
-    hangs must end with its zygote, not sleep on with no one left to stop it."""
+    hangs must end with its zygote, not sleep on with no one left to stop it, even where it
+    tried to clear its parent-death signal. The zygote runs without a namespace of its own,
+    so that its process is the one killed here, and the child is killed by nothing else."""
     lab = get_lab("optim")
-    sandbox = Sandbox(["optim"])
-    hang = "import time\n\ndef zero_grad(params, set_to_none=False):\n    time.sleep(20)\n"
-    target = sandbox.new_submission_file(hang)
+    sandbox = Sandbox(["optim"], run_as=None, user_namespace=False)
+    target = sandbox.new_submission_file(HANGS.format(before=before))
     outcome: list[object] = []
 
     def grade() -> None:
@@ -127,12 +143,12 @@ def test_a_running_child_ends_with_its_killed_worker() -> None:
     child = None
     try:
         deadline = time.monotonic() + 60
-        while child is None and time.monotonic() < deadline:
-            found = _children_of(zygote)
-            child = found[0] if found else None
+        while not list(sandbox.workdir.glob("job*/scratch/started")):
+            assert time.monotonic() < deadline, "the task never started"
             time.sleep(0.05)
-        assert child is not None, "the worker forked no child"
-        time.sleep(1.0)  # the child is past its set-up, sleeping in the submission
+        found = _children_of(zygote)
+        assert found, "the worker's child never started the task"
+        child = found[0]
         os.kill(zygote, signal.SIGKILL)  # the worker this test started
         deadline = time.monotonic() + 10
         while _alive(child) and time.monotonic() < deadline:
