@@ -323,16 +323,22 @@ def grade_class(submissions: Path, *, options: BatchOptions,
             if on_progress is not None:
                 on_progress(report.student, report, reused)
     finally:
-        reports.close()  # its workers stop now, even after Ctrl-C
-        result.elapsed_s = time.monotonic() - started
-        # Rebuilt from disk even after Ctrl-C: whatever was graded is in the gradebook.
-        # One report at a time: the grader's memory stays flat however large the class.
-        wanted = {s.student for s in students}
-        on_disk = {s.student: s for s in map(standing, iter_reports(options.out))
-                   if s.student in wanted}
-        current = [on_disk[s.student] for s in students if s.student in on_disk]
-        result.summary = write_class_files(options, current)
+        try:
+            reports.close()  # nothing more starts; what runs finishes, then its workers stop
+        finally:
+            result.elapsed_s = time.monotonic() - started
+            result.summary = _rebuild_class_files(options, students)
     return result
+
+
+def _rebuild_class_files(options: BatchOptions, students: list[Found]) -> ClassSummary:
+    """Gradebook and summary from the reports on disk, even after Ctrl-C: whatever was graded
+    is in the gradebook. One report at a time: memory stays flat however large the class."""
+    wanted = {s.student for s in students}
+    on_disk = {s.student: s for s in map(standing, iter_reports(options.out))
+               if s.student in wanted}
+    return write_class_files(options, [on_disk[s.student] for s in students
+                                       if s.student in on_disk])
 
 
 def _graded_here(students: list[Found], options: BatchOptions, result: BatchResult

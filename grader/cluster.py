@@ -20,6 +20,7 @@ import re
 import stat
 import tempfile
 import threading
+import uuid
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -62,22 +63,57 @@ def parse_address(text: str) -> tuple[str, int | None]:
 
 @contextlib.contextmanager
 def connect(address: str, *, workers: int) -> Iterator[distributed.Client]:
-    """A client of the scheduler at `address`, or of a cluster of single-threaded worker
-    processes on this machine (`local[:N]`, N defaulting to `workers`)."""
+    """A client of the scheduler at `address`, with at least one worker that runs this
+    grader and torch; or, for `local[:N]`, of N workers inside this process (N defaulting to
+    `workers`): threads that each keep their own sandbox, on no network port (a port on
+    127.0.0.1 would run any local user's code as the grader)."""
     where, count = parse_address(address)
-    if where == "local":
-        with distributed.LocalCluster(n_workers=count or workers, threads_per_worker=1,
-                                      processes=True, host="127.0.0.1",
-                                      dashboard_address=None) as cluster, \
-                distributed.Client(cluster) as client:
-            yield client
-        return
-    try:
-        client = distributed.Client(where, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise UsageError(f"--cluster {where}: no Dask scheduler answered ({exc})") from None
-    with client:
+    with contextlib.ExitStack() as stack:
+        if where == "local":
+            cluster = stack.enter_context(distributed.LocalCluster(
+                n_workers=count or workers, threads_per_worker=1, processes=False,
+                dashboard_address=None, resources=_local_gpu()))
+            client = stack.enter_context(distributed.Client(cluster))
+        else:
+            try:
+                client = stack.enter_context(distributed.Client(where, timeout="10s"))
+                client.wait_for_workers(1, timeout=30)
+            except Exception as exc:  # refused, timed out, TLS without its configuration
+                raise UsageError(f"--cluster {where}: no Dask scheduler with a worker answered "
+                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
+            _check_versions(client, where)
         yield client
+
+
+def _local_gpu() -> dict[str, float] | None:
+    """The GPU resource each local worker declares where this machine has CUDA."""
+    import torch
+
+    return {GPU: 1} if torch.cuda.is_available() else None
+
+
+def _versions() -> tuple[str, str]:
+    import torch
+
+    from grader import __version__
+
+    return __version__, torch.__version__
+
+
+def _check_versions(client: distributed.Client, address: str) -> None:
+    """UsageError where a worker runs another grader or torch than this process: its reports
+    would be filed under this grader's hash (resume would keep them)."""
+    here = _versions()
+    try:
+        found = client.run(_versions)
+    except Exception as exc:  # a worker without this grader installed
+        raise UsageError(f"--cluster {address}: a worker cannot run inplace-grader "
+                         f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    other = sorted(f"{worker} ({grader}, torch {torch})"
+                   for worker, (grader, torch) in found.items() if (grader, torch) != here)
+    if other:
+        raise UsageError(f"--cluster {address}: workers run another inplace-grader or torch "
+                         f"than this {here[0]} with torch {here[1]}: {', '.join(other)}")
 
 
 class WorkerSandboxes:
@@ -94,9 +130,11 @@ class WorkerSandboxes:
         key = (lab, threading.get_ident())
         with self._lock:
             if key not in self._sandboxes:
-                slot, held = claim_slot(FIRST_CLUSTER_SLOT)  # held while the sandbox lives
-                self._sandboxes[key] = (Sandbox([lab], uid_slot=slot, preload=BATCH_PRELOAD),
-                                        held)
+                # Slots decide the uids children drop to, which only root does.
+                slot, held = claim_slot(FIRST_CLUSTER_SLOT) if os.geteuid() == 0 else (0, -1)
+                sandbox = Sandbox([lab], uid_slot=slot, preload=BATCH_PRELOAD,
+                                  hold=held if held >= 0 else None)  # while its zygote lives
+                self._sandboxes[key] = (sandbox, held)
             return self._sandboxes[key][0]
 
     def replace(self, lab: str) -> None:
@@ -115,21 +153,34 @@ class WorkerSandboxes:
 
 def _close(sandbox: Sandbox, held: int) -> None:
     sandbox.close()
-    os.close(held)  # the uid slot is free again
+    if held >= 0:
+        os.close(held)  # the uid slot is free again once its zygote is gone too
 
 
 class SandboxPlugin(distributed.WorkerPlugin):
-    """Gives each worker its sandboxes, and closes them (their zygotes) with the worker."""
+    """Gives each worker the sandboxes of one `grade` run, and closes them (their zygotes)
+    when the run unregisters it or the worker closes. One plugin per run: registering a
+    plugin of a name already there tears the old one down, which would end another run's
+    jobs on a shared scheduler."""
 
-    name = PLUGIN
+    def __init__(self, run: str) -> None:
+        self.run = run
+        self.name = f"{PLUGIN}-{run}"
 
     def setup(self, worker: distributed.Worker) -> None:
-        worker.inplace_grader_sandboxes = WorkerSandboxes()  # type: ignore[attr-defined]
+        _runs(worker)[self.run] = WorkerSandboxes()
 
     def teardown(self, worker: distributed.Worker) -> None:
-        sandboxes = getattr(worker, "inplace_grader_sandboxes", None)
+        sandboxes = _runs(worker).pop(self.run, None)
         if sandboxes is not None:
             sandboxes.close()
+
+
+def _runs(worker: distributed.Worker) -> dict[str, WorkerSandboxes]:
+    """The sandboxes of each run this worker grades for, kept on the worker itself."""
+    if not hasattr(worker, "inplace_grader_runs"):
+        worker.inplace_grader_runs = {}  # type: ignore[attr-defined]
+    return worker.inplace_grader_runs  # type: ignore[attr-defined, no-any-return]
 
 
 @dataclass(frozen=True)
@@ -137,6 +188,7 @@ class Work:
     """What travels to a worker for one student: the submission (its source), the files of
     the student's own folder as bytes (helper modules beside it), the lab and the options."""
 
+    run: str  # the `grade` run (SandboxPlugin)
     lab: str
     submission: Submission
     folder: dict[str, bytes]
@@ -147,9 +199,7 @@ def grade_on_worker(work: Work) -> str:
     """On a Dask worker: the report's JSON. The student's folder is rebuilt in a private
     temporary folder; the submission runs only in this worker's sandbox."""
     worker = distributed.get_worker()
-    sandboxes = getattr(worker, "inplace_grader_sandboxes", None)
-    if sandboxes is None:  # a worker that joined before the plugin reached it
-        sandboxes = worker.inplace_grader_sandboxes = WorkerSandboxes()  # type: ignore[attr-defined]
+    sandboxes = _runs(worker)[work.run]  # set up on every worker before any task runs
     with tempfile.TemporaryDirectory(prefix="inplace-grader-folder-") as folder:
         submission = work.submission
         if submission.search_path is not None:
@@ -164,9 +214,8 @@ def grade_on_worker(work: Work) -> str:
     return report.model_copy(update={"graded_on": worker.address}).model_dump_json()
 
 
-def gpu_workers(client: distributed.Client) -> list[str]:
+def gpu_workers(workers: dict[str, dict[str, Any]]) -> list[str]:
     """The addresses of the workers that declare a GPU resource."""
-    workers = client.scheduler_info().get("workers", {})
     return [address for address, info in workers.items()
             if (info.get("resources") or {}).get(GPU, 0) >= 1]
 
@@ -187,9 +236,10 @@ def route(device: str, gpus: list[str]) -> tuple[str, dict[str, Any]]:
 
 
 def own_folder_files(folder: Path) -> dict[str, bytes]:
-    """A student's folder as {relative path: bytes}: regular files only (a link could name
-    any file of this machine), Python files first, then the smallest, at most
-    OWN_FOLDER_LIMIT bytes in all, as the local sandbox copies it (runner._own_copy)."""
+    """A student's folder as {relative path: bytes}: regular files only (a link would name a
+    file of the worker's machine), Python files first, then the smallest, at most
+    OWN_FOLDER_LIMIT bytes in all (the limit of the local sandbox's copy, runner._own_copy).
+    Raises OSError where a file cannot be read."""
     found = []
     for path in folder.rglob("*"):
         info = path.lstat()
@@ -217,41 +267,88 @@ def _rebuild(folder: Path, files: dict[str, bytes]) -> None:
 
 def graded_on_cluster(students: list[Found], options: BatchOptions, result: BatchResult
                       ) -> Generator[tuple[Report, bool], None, None]:
-    """(report, reused) per student as the cluster finishes them (batch.grade_class)."""
+    """(report, reused) per student as the cluster finishes them (batch.grade_class). A
+    few submissions per worker are in flight at a time: the client's and the scheduler's
+    memory stay flat however large the class."""
+    run = uuid.uuid4().hex
     with connect(options.cluster, workers=options.workers) as client:
-        client.register_plugin(SandboxPlugin(), name=PLUGIN)
-        result.cluster_workers = len(client.scheduler_info().get("workers", {}))
-        device, resources = route(options.check.device, gpu_workers(client))
-        check = replace(options.check, device=device)
-        futures: dict[Any, Pending] = {}
+        plugin = SandboxPlugin(run)
+        client.register_plugin(plugin, name=plugin.name)
         try:
-            for found in students:
-                pending = prepare(found, options)
-                if not isinstance(pending, Pending):
-                    yield pending
+            yield from _graded(client, run, students, options, result)
+        finally:
+            with contextlib.suppress(Exception):  # a lost scheduler: its workers are gone
+                client.unregister_worker_plugin(plugin.name)
+
+
+def _graded(client: distributed.Client, run: str, students: list[Found], options: BatchOptions,
+            result: BatchResult) -> Generator[tuple[Report, bool], None, None]:
+    workers = _scheduler_workers(client)
+    result.cluster_workers = len(workers)
+    device, resources = route(options.check.device, gpu_workers(workers))
+    # Hashed as graded: a run with a GPU worker later grades the CUDA checks anew.
+    options = replace(options, check=replace(options.check, device=device))
+    window = 4 * max(1, len(workers))
+    in_flight: dict[distributed.Future, Pending] = {}
+    finished = distributed.as_completed()
+    waiting = iter(students)
+    try:
+        while True:
+            while len(in_flight) < window and (found := next(waiting, None)) is not None:
+                work, pending = _work(run, found, options)
+                if not isinstance(work, Work):
+                    yield work, bool(pending)  # nothing to run: (report, reused)
                     continue
-                folder = (own_folder_files(pending.submission.search_path)
-                          if pending.submission.search_path is not None else {})
-                work = Work(options.lab, pending.submission, folder, check)
+                assert isinstance(pending, Pending)
                 future = client.submit(grade_on_worker, work, pure=False,
                                        resources=resources or None,
-                                       key=f"grade-{pending.digest[:16]}-{len(futures)}")
-                futures[future] = pending
-            for future in distributed.as_completed(list(futures)):
-                yield _report_of(future, futures.pop(future), options), False
-        finally:  # interrupted, or closed by the caller: nothing more runs
-            client.cancel(list(futures))
+                                       key=f"grade-{run}-{pending.digest[:12]}")
+                in_flight[future] = pending
+                finished.add(future)
+            if not in_flight:
+                return
+            future = next(finished)
+            yield _report_of(future, in_flight.pop(future), options), False
+    finally:  # interrupted, or closed by the caller: nothing more runs
+        with contextlib.suppress(Exception):
+            client.cancel(list(in_flight))
+
+
+def _work(run: str, found: Found, options: BatchOptions
+          ) -> tuple[Work, Pending] | tuple[Report, bool]:
+    """(what to send, the client's record of it) for a student, or their (report, reused)
+    where nothing needs to run."""
+    pending = prepare(found, options)
+    if not isinstance(pending, Pending):
+        return pending
+    search_path = pending.submission.search_path
+    try:
+        folder = own_folder_files(search_path) if search_path is not None else {}
+    except OSError as exc:
+        return grading_failed(found, f"{search_path}: cannot read the student's folder "
+                              f"({exc.strerror or exc})", options), False
+    return Work(run, options.lab, pending.submission, folder, options.check), pending
+
+
+def _scheduler_workers(client: distributed.Client) -> dict[str, dict[str, Any]]:
+    """Every worker the scheduler knows, by address, with its declared resources."""
+    try:
+        info = client.scheduler_info(n_workers=-1)
+    except TypeError:  # releases before the parameter listed every worker
+        info = client.scheduler_info()
+    return dict(info.get("workers", {}))
 
 
 def _report_of(future: distributed.Future, pending: Pending, options: BatchOptions) -> Report:
-    """The worker's report, or the student's error row where none came back."""
+    """The worker's report, or the student's error row where none came back. Such a row is
+    not keyed by the submission's hash: it says nothing of the code, and a re-run grades it
+    again (a preempted node, a lost scheduler)."""
     try:
         text = future.result()
     except distributed.KilledWorker:
-        return grading_failed(pending.found, "it ended the grading worker each time it ran "
-                              "(as often as the cluster allows): not graded", options,
-                              pending.digest)
-    except Exception as exc:  # the grader's own failure on the worker
-        return grading_failed(pending.found, f"internal error while grading: {exc}", options,
-                              pending.digest)
+        return grading_failed(pending.found, "the grading worker ended while grading it, as "
+                              "often as the cluster allows: not graded (a re-run tries again)",
+                              options)
+    except Exception as exc:  # the grader's own failure on the worker, a lost scheduler
+        return grading_failed(pending.found, f"internal error while grading: {exc}", options)
     return stamped(Report.model_validate_json(text), pending.found, pending.digest)

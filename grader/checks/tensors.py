@@ -22,6 +22,7 @@ _detach = _TensorBase.detach
 _clone = _TensorBase.clone
 _to = _TensorBase.to
 _is_cpu = vars(_TensorBase)["is_cpu"].__get__
+_device = vars(_TensorBase)["device"].__get__
 
 
 # A subclass can answer clone/detach through __torch_function__ with values its memory does not
@@ -59,7 +60,7 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     a, b = _detach(a), _detach(b)
-    if _is_cpu(a) != _is_cpu(b):
+    if _device(a) != _device(b):
         a, b = _to(a, "cpu"), _to(b, "cpu")
     return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all()) if a.is_floating_point() \
         else bool(torch.equal(a, b))

@@ -9,7 +9,6 @@ import os
 import resource
 import stat
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -112,12 +111,15 @@ def worker_uid(base: int, slot: int) -> int:
     return _nth_uid(base, slot * UIDS_PER_WORKER)
 
 
-def claim_slot(first: int, *, folder: Path | None = None) -> tuple[int, int]:
+SLOT_LOCKS = Path("/run/inplace-grader-slots")  # root's: slots matter only for the uid drop
+
+
+def claim_slot(first: int, *, folder: Path = SLOT_LOCKS) -> tuple[int, int]:
     """(slot, descriptor): the first uid slot from `first` on that no other process on this
-    machine holds, held (an flock) until the descriptor is closed. Dask workers on one host
-    each start sandboxes of their own; two that dropped to the same uids could end each
-    other's jobs (the uid sweep) or signal them."""
-    folder = folder or Path(tempfile.gettempdir()) / "inplace-grader-slots"
+    machine holds, held (an flock) until every copy of the descriptor is closed (pass it to
+    the zygote: Sandbox(hold=...)). Dask workers on one host each start sandboxes of their
+    own; two that dropped to the same uids could end each other's jobs (the uid sweep) or
+    signal them."""
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
     info = os.lstat(folder)

@@ -110,7 +110,7 @@ class Sandbox:
 
     def __init__(self, labs: list[str], *, run_as: int | Literal["auto"] | None = "auto",
                  uid_slot: int = 0, user_namespace: bool | None = None,
-                 preload: tuple[str, ...] = ()) -> None:
+                 preload: tuple[str, ...] = (), hold: int | None = None) -> None:
         """`run_as`: the uid children drop to; "auto" chooses one when running as root
         (limits.choose_uid; sandboxes running side by side pass distinct `uid_slot`s), and
         then each job takes the next uid of this sandbox's own range (limits.job_uid), so a
@@ -122,7 +122,10 @@ class Sandbox:
         which has no other way to them (root keeps the host's uids, which the uid drop
         needs).
 
-        `preload`: modules the zygote imports once for every child (BATCH_PRELOAD)."""
+        `preload`: modules the zygote imports once for every child (BATCH_PRELOAD).
+
+        `hold`: a descriptor the zygote keeps open as long as it lives: the lock of its uid
+        slot (limits.claim_slot), so that the slot stays taken while any job of it runs."""
         self.run_as: int | None = choose_uid(slot=uid_slot) if run_as == "auto" else run_as
         self._rotate_uid = run_as == "auto"
         self._workdir = tempfile.TemporaryDirectory(prefix="inplace-grader-")
@@ -146,6 +149,7 @@ class Sandbox:
             env=child_environment(),
             cwd=self.workdir,
             text=True,
+            pass_fds=() if hold is None else (hold,),
         )
         self._ready = False
         self.peak_mib = 0.0  # the zygote's peak RSS, read as it stops (bench/)
