@@ -9,6 +9,7 @@ left active) before the task's record is written.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import linecache
@@ -293,19 +294,22 @@ def prepare() -> Inherited:
     """In the zygote, once its probes are imported: forget the judges and references, guard
     the version counters (before the tamper snapshot, which then watches the guards), and
     index what every child inherits."""
-    forget_grader_modules()
+    if forget_grader_modules():
+        gc.collect()  # their objects gone from memory, not only from sys.modules
     audit.guard_version_counters()
     return Inherited(loaded=audit.loaded_modules(PROTECTED_PACKAGES), watched=tamper.watched())
 
 
-def forget_grader_modules() -> None:
+def forget_grader_modules() -> int:
     """Take the judges and references out of reach by name: out of sys.modules and off their
-    packages (an import of them is then refused by the audit hook)."""
-    for name in [n for n in sys.modules if n.startswith("grader.") and n.endswith(FORGOTTEN)]:
+    packages (an import of them is then refused by the audit hook). How many there were."""
+    forgotten = [n for n in sys.modules if n.startswith("grader.") and n.endswith(FORGOTTEN)]
+    for name in forgotten:
         module = sys.modules.pop(name)
         parent, _, leaf = name.rpartition(".")
         if getattr(sys.modules.get(parent), leaf, None) is module:
             delattr(sys.modules[parent], leaf)
+    return len(forgotten)
 
 
 def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
