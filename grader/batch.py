@@ -33,7 +33,7 @@ from grader.exporters.text import feedback_text
 from grader.hidden import grading_key
 from grader.labs import LAB_FILES, get_lab
 from grader.layouts import Found, discover
-from grader.models import Report
+from grader.models import Report, add_phases
 from grader.sandbox import Sandbox
 from grader.sandbox.limits import release_freed_memory
 from grader.sandbox.runner import BATCH_PRELOAD
@@ -314,8 +314,8 @@ def grade_class(submissions: Path, *, options: BatchOptions,
             writing = time.monotonic()
             _save(report, options, reused=reused)
             if not reused:
-                _add_phases(result.phases, {**report.phases,
-                                            "write": time.monotonic() - writing})
+                add_phases(result.phases, {**report.phases,
+                                           "write": time.monotonic() - writing})
             result.reused += reused
             result.graded += not reused and not report.error
             if report.error:
@@ -357,11 +357,6 @@ def _graded_here(students: list[Found], options: BatchOptions, result: BatchResu
                     future.cancel()
     finally:
         result.zygote_peak_mib = workers.close()
-
-
-def _add_phases(total: dict[str, float], phases: dict[str, float]) -> None:
-    for name, value in phases.items():
-        total[name] = total.get(name, 0.0) + value
 
 
 def iter_failures(result: BatchResult) -> Iterator[str]:

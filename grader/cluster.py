@@ -291,10 +291,11 @@ def _graded(client: distributed.Client, run: str, students: list[Found], options
     window = 4 * max(1, len(workers))
     in_flight: dict[distributed.Future, Pending] = {}
     finished = distributed.as_completed()
-    waiting = iter(students)
+    waiting = enumerate(students)
     try:
         while True:
-            while len(in_flight) < window and (found := next(waiting, None)) is not None:
+            while len(in_flight) < window and (next_one := next(waiting, None)) is not None:
+                index, found = next_one
                 work, pending = _work(run, found, options)
                 if not isinstance(work, Work):
                     yield work, bool(pending)  # nothing to run: (report, reused)
@@ -302,7 +303,7 @@ def _graded(client: distributed.Client, run: str, students: list[Found], options
                 assert isinstance(pending, Pending)
                 future = client.submit(grade_on_worker, work, pure=False,
                                        resources=resources or None,
-                                       key=f"grade-{run}-{pending.digest[:12]}")
+                                       key=f"grade-{run}-{index}-{pending.digest[:12]}")
                 in_flight[future] = pending
                 finished.add(future)
             if not in_flight:

@@ -32,7 +32,15 @@ from grader.hidden import (
 from grader.import_failure import import_failure, import_finding, not_imported, tampered
 from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name, lab_rubric
 from grader.labs.base import CheckSpec, Evidence, Lab
-from grader.models import CheckResult, Limits, Printed, Report, Rubric, RubricOverride
+from grader.models import (
+    CheckResult,
+    Limits,
+    Printed,
+    Report,
+    Rubric,
+    RubricOverride,
+    add_phases,
+)
 from grader.sandbox import JobResult, Sandbox, TaskSpec
 from grader.submission import Submission, load_submission
 
@@ -398,8 +406,8 @@ class Observed:
         """The sandbox's phases of both jobs, summed (JobResult.phases)."""
         summed: dict[str, float] = {}
         for ran in (self.job, self.hidden_job):
-            for name, value in (ran.phases if ran is not None else {}).items():
-                summed[name] = summed.get(name, 0.0) + value
+            if ran is not None:
+                add_phases(summed, ran.phases)
         return summed
 
 

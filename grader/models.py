@@ -86,6 +86,12 @@ class Printed(BaseModel):
     text: str
 
 
+def add_phases(total: dict[str, float], phases: dict[str, float]) -> None:
+    """Add one run's seconds per phase (Report.phases) into `total`."""
+    for name, value in phases.items():
+        total[name] = total.get(name, 0.0) + value
+
+
 class Report(BaseModel):
     """The result of grading one submission (SPEC: the JSON report)."""
 
