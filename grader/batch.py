@@ -35,7 +35,7 @@ from grader.labs import LAB_FILES, get_lab
 from grader.layouts import Found, discover
 from grader.models import Report, add_phases
 from grader.sandbox import Sandbox
-from grader.sandbox.limits import release_freed_memory
+from grader.sandbox.limits import held_slot, release_freed_memory
 from grader.sandbox.runner import BATCH_PRELOAD
 from grader.submission import Submission, SubmissionError, load_submission
 from grader.summary import ClassSummary, Standing, standing, summarize, summary_text
@@ -133,26 +133,36 @@ def _read(found: Found, filename: str) -> Submission | str:
 
 class _Workers:
     """One sandbox per worker thread, started on first use and all closed at the end. Each
-    thread keeps a slot of its own, so its children drop to a uid no other worker's use."""
+    thread holds a uid slot of its own (limits.held_slot), so its children drop to uids no
+    other worker's use, in this run or another one on this machine."""
 
     def __init__(self, lab: str) -> None:
         self._lab = lab
         self._local = threading.local()
         self._all: list[Sandbox] = []
-        self._slots = 0
+        self._held: list[int] = []
+        self._unlocked = 0
         self._lock = threading.Lock()
 
-    def slot(self) -> int:
+    def slot(self) -> tuple[int, int | None]:
+        """This thread's (slot, the descriptor that holds it)."""
         if getattr(self._local, "slot", None) is None:
             with self._lock:
-                self._local.slot = self._slots
-                self._slots += 1
-        return int(self._local.slot)
+                slot, held = held_slot()
+                if held is None:  # no uid drop without root: one number per thread will do
+                    slot = self._unlocked
+                    self._unlocked += 1
+                else:
+                    self._held.append(held)
+                self._local.slot = (slot, held)
+        claimed: tuple[int, int | None] = self._local.slot
+        return claimed
 
     def sandbox(self) -> Sandbox:
         sandbox = getattr(self._local, "sandbox", None)
         if sandbox is None:
-            sandbox = Sandbox([self._lab], uid_slot=self.slot(), preload=BATCH_PRELOAD)
+            slot, held = self.slot()  # its zygote holds the slot too, for as long as it lives
+            sandbox = Sandbox([self._lab], uid_slot=slot, preload=BATCH_PRELOAD, hold=held)
             self._local.sandbox = sandbox
             with self._lock:
                 self._all.append(sandbox)
@@ -170,6 +180,8 @@ class _Workers:
         with self._lock:
             for sandbox in self._all:
                 sandbox.close()
+            for held in self._held:
+                os.close(held)  # the slots are free again
             return max((sandbox.peak_mib for sandbox in self._all), default=0.0)
 
 

@@ -44,8 +44,6 @@ LOCAL = re.compile(r"local(?::(?P<workers>[1-9][0-9]{0,3}))?")
 SCHEDULER = re.compile(r"(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}")
 PLUGIN = "inplace-grader-sandboxes"
 GPU = "GPU"  # the resource a worker with a CUDA device declares: dask worker --resources GPU=1
-# Cluster workers' uid slots start here, above those of a local `grade` on the same machine.
-FIRST_CLUSTER_SLOT = 512
 
 
 def parse_address(text: str) -> tuple[str, int | None]:
@@ -122,18 +120,17 @@ class WorkerSandboxes:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sandboxes: dict[tuple[str, int], tuple[Sandbox, int]] = {}
+        self._sandboxes: dict[tuple[str, int], tuple[Sandbox, int | None]] = {}
 
     def get(self, lab: str) -> Sandbox:
-        from grader.sandbox.limits import claim_slot
+        from grader.sandbox.limits import held_slot
 
         key = (lab, threading.get_ident())
         with self._lock:
             if key not in self._sandboxes:
-                # Slots decide the uids children drop to, which only root does.
-                slot, held = claim_slot(FIRST_CLUSTER_SLOT) if os.geteuid() == 0 else (0, -1)
+                slot, held = held_slot()
                 sandbox = Sandbox([lab], uid_slot=slot, preload=BATCH_PRELOAD,
-                                  hold=held if held >= 0 else None)  # while its zygote lives
+                                  hold=held)  # held while its zygote lives too
                 self._sandboxes[key] = (sandbox, held)
             return self._sandboxes[key][0]
 
@@ -151,9 +148,9 @@ class WorkerSandboxes:
             _close(sandbox, held)
 
 
-def _close(sandbox: Sandbox, held: int) -> None:
+def _close(sandbox: Sandbox, held: int | None) -> None:
     sandbox.close()
-    if held >= 0:
+    if held is not None:
         os.close(held)  # the uid slot is free again once its zygote is gone too
 
 

@@ -9,6 +9,7 @@ import os
 import resource
 import stat
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,18 @@ def claim_slot(first: int, *, folder: Path = SLOT_LOCKS) -> tuple[int, int]:
             continue
         return slot, fd
     raise UidError(f"all {UID_SLOTS} worker uid slots of this machine are taken")
+
+
+def held_slot() -> tuple[int, int | None]:
+    """(uid slot, its lock's descriptor or None) for a new sandbox: as root, the first slot no
+    other process on this machine holds (two `grade` runs, or Dask workers, side by side);
+    without root its children keep the grader's uid, and any slot does."""
+    if os.geteuid() != 0:
+        return 0, None
+    try:
+        return claim_slot(0)
+    except OSError:  # no /run to write to (a container's): root's own folder in the temp dir
+        return claim_slot(0, folder=Path(tempfile.gettempdir()) / "inplace-grader-slots-0")
 
 
 def job_uid(first: int, job: int) -> int:

@@ -16,6 +16,7 @@ from grader.sandbox.limits import (
     UIDS_PER_WORKER,
     UidError,
     choose_uid,
+    claim_slot,
     configured_uid,
     job_uid,
     python_readable_by_others,
@@ -80,15 +81,20 @@ def test_batch_workers_each_drop_to_a_uid_of_their_own() -> None:
     from grader.batch import _Workers
 
     workers = _Workers("optim")
-    slots: list[int] = []
+    pairs: list[tuple[int, int]] = []
 
-    threads = [threading.Thread(target=lambda: slots.extend([workers.slot(), workers.slot()]))
-               for _ in range(4)]
+    def twice() -> None:
+        pairs.append((workers.slot()[0], workers.slot()[0]))
+
+    threads = [threading.Thread(target=twice) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(set(slots)) == [0, 1, 2, 3]  # distinct per thread, stable within one
+    workers.close()  # the slots are free again
+    assert all(first == again for first, again in pairs)  # stable within one thread
+    slots = [first for first, _ in pairs]
+    assert len(set(slots)) == 4  # distinct per thread (as root: locked on this machine)
     assert len({worker_uid(DEFAULT_UID, slot) for slot in slots}) == 4
     with pytest.raises(UidError):
         worker_uid(DEFAULT_UID, 5000)
@@ -173,3 +179,25 @@ def test_each_job_of_a_worker_has_its_own_uid_and_none_is_nobody() -> None:
     # Ranges that cross nobody (65534) and (uint16) -1 step over them.
     near = [job_uid(65_530, job) for job in range(UIDS_PER_WORKER)]
     assert NOBODY not in near and 65_535 not in near and len(set(near)) == UIDS_PER_WORKER
+
+
+def test_each_claim_gets_a_slot_no_other_holds_until_it_is_closed(tmp_path: Path) -> None:
+    """Two `grade` runs (or Dask workers) on one machine: each sandbox's slot is locked, so
+    no two of them drop their children to the same uids."""
+    folder = tmp_path / "slots"
+    first, held_first = claim_slot(0, folder=folder)
+    second, held_second = claim_slot(0, folder=folder)
+    assert (first, second) == (0, 1)
+    os.close(held_first)
+    again, held_again = claim_slot(0, folder=folder)
+    assert again == 0  # free once its holder closed it
+    for held in (held_second, held_again):
+        os.close(held)
+
+
+def test_a_slot_folder_others_may_write_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "slots"
+    folder.mkdir(mode=0o700)
+    folder.chmod(0o777)  # anyone could plant a lock there and take every slot
+    with pytest.raises(UidError, match="not a private folder"):
+        claim_slot(0, folder=folder)
