@@ -44,6 +44,10 @@ LOCAL = re.compile(r"local(?::(?P<workers>[1-9][0-9]{0,3}))?")
 SCHEDULER = re.compile(r"(tcp|tls)://(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}")
 PLUGIN = "inplace-grader-sandboxes"
 GPU = "GPU"  # the resource a worker with a CUDA device declares: dask worker --resources GPU=1
+# Seconds without any worker able to take the class's submissions (every worker, or every GPU
+# worker, gone) before the run stops with what it has: Dask would wait for one forever.
+STALL_S = 120.0
+POLL_S = 5.0
 
 
 def parse_address(text: str) -> tuple[str, int | None]:
@@ -287,8 +291,8 @@ def _graded(client: distributed.Client, run: str, students: list[Found], options
     options = replace(options, check=replace(options.check, device=device))
     window = 4 * max(1, len(workers))
     in_flight: dict[distributed.Future, Pending] = {}
-    finished = distributed.as_completed()
     waiting = enumerate(students)
+    stalled = 0.0
     try:
         while True:
             while len(in_flight) < window and (next_one := next(waiting, None)) is not None:
@@ -302,11 +306,25 @@ def _graded(client: distributed.Client, run: str, students: list[Found], options
                                        resources=resources or None,
                                        key=f"grade-{run}-{index}-{pending.digest[:12]}")
                 in_flight[future] = pending
-                finished.add(future)
             if not in_flight:
                 return
-            future = next(finished)
-            yield _report_of(future, in_flight.pop(future), options), False
+            try:
+                with client.as_current():  # wait() asks the default client
+                    done = distributed.wait(list(in_flight), timeout=POLL_S,
+                                            return_when="FIRST_COMPLETED").done
+            except TimeoutError:  # dask's TimeoutError is the builtin one
+                done = set()
+            if not done and not _can_grade(client, resources):
+                stalled += POLL_S
+                if stalled >= STALL_S:
+                    raise UsageError(
+                        f"--cluster {options.cluster}: for {STALL_S:.0f} s no worker could take "
+                        f"the class ({'a GPU worker is needed' if resources else 'none left'}); "
+                        "what was graded is kept: start workers and run the same command")
+                continue
+            stalled = 0.0
+            for future in done:
+                yield _report_of(future, in_flight.pop(future), options), False
     finally:  # interrupted, or closed by the caller: nothing more runs
         with contextlib.suppress(Exception):
             client.cancel(list(in_flight))
@@ -326,6 +344,12 @@ def _work(run: str, found: Found, options: BatchOptions
         return grading_failed(found, f"{search_path}: cannot read the student's folder "
                               f"({exc.strerror or exc})", options), False
     return Work(run, options.lab, pending.submission, folder, options.check), pending
+
+
+def _can_grade(client: distributed.Client, resources: dict[str, Any]) -> bool:
+    """Whether a worker the submissions can run on is attached now."""
+    workers = _scheduler_workers(client)
+    return bool(gpu_workers(workers) if resources else workers)
 
 
 def _scheduler_workers(client: distributed.Client) -> dict[str, dict[str, Any]]:

@@ -230,3 +230,28 @@ def test_a_submission_that_keeps_ending_its_worker_is_an_error_row(tmp_path: Pat
     book = {row["student"]: row for row in gradebook(tmp_path / "out")}
     assert book["reference_copy"]["percent"] == "100.0"
     assert book["doomed"]["status"] == "not gradable"
+
+
+def test_a_run_whose_gpu_workers_all_left_stops_with_what_it_graded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dask would wait forever for a worker with the resource; the run stops in one line
+    instead, keeping every report, and the same command resumes."""
+    from grader import cluster
+
+    monkeypatch.setattr(cluster, "STALL_S", 2.0)
+    monkeypatch.setattr(cluster, "POLL_S", 0.5)
+    subs = a_class(tmp_path / "subs", copies=3)
+    with scheduler_and_workers(tmp_path, [["--resources", "GPU=1"], []]) as (address, workers):
+        graded: list[str] = []
+
+        def end_the_gpu_worker(student: str, report: object, reused: bool) -> None:
+            graded.append(student)
+            if len(graded) == 1:
+                os.kill(workers[0].pid, signal.SIGKILL)  # a worker this test started
+
+        with pytest.raises(UsageError, match="a GPU worker is needed"):
+            grade_class(subs, options=options(tmp_path / "out", cluster=address,
+                                              device="auto"), on_progress=end_the_gpu_worker)
+    kept = {report.student for report in load_reports(tmp_path / "out")}
+    assert set(graded) <= kept and len(kept) < len(list(subs.iterdir()))
+    assert {row["student"] for row in gradebook(tmp_path / "out")} == kept
