@@ -178,10 +178,13 @@ class _Workers:
     def close(self) -> float:
         """Close every sandbox; the largest peak RSS of their zygotes, in MiB."""
         with self._lock:
-            for sandbox in self._all:
-                sandbox.close()
-            for held in self._held:
-                os.close(held)  # the slots are free again
+            try:
+                for sandbox in self._all:
+                    sandbox.close()
+            finally:
+                for held in self._held:
+                    os.close(held)  # the slots are free again
+                self._held = []
             return max((sandbox.peak_mib for sandbox in self._all), default=0.0)
 
 
@@ -227,6 +230,8 @@ def _grade_one(found: Found, options: BatchOptions, workers: _Workers) -> tuple[
     try:
         report = grade_submission(pending.submission, lab=options.lab, options=options.check,
                                   sandbox=workers.sandbox())
+    except UsageError:  # the machine's, not the student's (no uid slot free): stop the run
+        raise
     except Exception as exc:  # the grader's own failure: this student gets an error row
         workers.replace()
         return grading_failed(found, f"internal error while grading: {exc}", options,

@@ -20,6 +20,7 @@ import re
 import stat
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
@@ -125,16 +126,24 @@ class WorkerSandboxes:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sandboxes: dict[tuple[str, int], tuple[Sandbox, int | None]] = {}
+        self._closed = False
 
     def get(self, lab: str) -> Sandbox:
         from grader.sandbox.limits import held_slot
 
         key = (lab, threading.get_ident())
         with self._lock:
+            if self._closed:  # the run ended while this task was on its way
+                raise RuntimeError("this grading run has ended")
             if key not in self._sandboxes:
                 slot, held = held_slot()
-                sandbox = Sandbox([lab], uid_slot=slot, preload=BATCH_PRELOAD,
-                                  hold=held)  # held while its zygote lives too
+                try:
+                    sandbox = Sandbox([lab], uid_slot=slot, preload=BATCH_PRELOAD,
+                                      hold=held)  # held while its zygote lives too
+                except BaseException:
+                    if held is not None:
+                        os.close(held)
+                    raise
                 self._sandboxes[key] = (sandbox, held)
             return self._sandboxes[key][0]
 
@@ -148,6 +157,7 @@ class WorkerSandboxes:
     def close(self) -> None:
         with self._lock:
             closing, self._sandboxes = list(self._sandboxes.values()), {}
+            self._closed = True
         for sandbox, held in closing:
             _close(sandbox, held)
 
@@ -292,7 +302,7 @@ def _graded(client: distributed.Client, run: str, students: list[Found], options
     window = 4 * max(1, len(workers))
     in_flight: dict[distributed.Future, Pending] = {}
     waiting = enumerate(students)
-    stalled = 0.0
+    able_since = time.monotonic()  # when a worker that can take the class was last seen
     try:
         while True:
             while len(in_flight) < window and (next_one := next(waiting, None)) is not None:
@@ -308,21 +318,17 @@ def _graded(client: distributed.Client, run: str, students: list[Found], options
                 in_flight[future] = pending
             if not in_flight:
                 return
-            try:
-                with client.as_current():  # wait() asks the default client
-                    done = distributed.wait(list(in_flight), timeout=POLL_S,
-                                            return_when="FIRST_COMPLETED").done
-            except TimeoutError:  # dask's TimeoutError is the builtin one
-                done = set()
-            if not done and not _can_grade(client, resources):
-                stalled += POLL_S
-                if stalled >= STALL_S:
+            done = _first_done(client, list(in_flight), options)
+            if not done:
+                if _can_grade(client, resources):
+                    able_since = time.monotonic()
+                elif time.monotonic() - able_since >= STALL_S:
                     raise UsageError(
                         f"--cluster {options.cluster}: for {STALL_S:.0f} s no worker could take "
                         f"the class ({'a GPU worker is needed' if resources else 'none left'}); "
                         "what was graded is kept: start workers and run the same command")
                 continue
-            stalled = 0.0
+            able_since = time.monotonic()
             for future in done:
                 yield _report_of(future, in_flight.pop(future), options), False
     finally:  # interrupted, or closed by the caller: nothing more runs
@@ -346,8 +352,28 @@ def _work(run: str, found: Found, options: BatchOptions
     return Work(run, options.lab, pending.submission, folder, options.check), pending
 
 
+def _first_done(client: distributed.Client, futures: list[distributed.Future],
+                options: BatchOptions) -> set[distributed.Future]:
+    """The futures done within POLL_S (none: still running, or nowhere to run). UsageError
+    where the scheduler is gone: the client cancels every future then."""
+    try:
+        with client.as_current():  # wait() asks the default client
+            return set(distributed.wait(futures, timeout=POLL_S,
+                                        return_when="FIRST_COMPLETED").done)
+    except (TimeoutError, distributed.TimeoutError):  # one type from Python 3.11 on
+        return set()
+    except distributed.CancelledError:
+        if client.status != "running":
+            raise UsageError(f"--cluster {options.cluster}: lost the scheduler; what was "
+                             "graded is kept: run the same command to resume") from None
+        return {future for future in futures if future.done()}
+
+
 def _can_grade(client: distributed.Client, resources: dict[str, Any]) -> bool:
-    """Whether a worker the submissions can run on is attached now."""
+    """Whether a worker the submissions can run on is attached now (never, once the client
+    lost its scheduler: its list of workers would be the last one it saw)."""
+    if client.status != "running":
+        return False
     workers = _scheduler_workers(client)
     return bool(gpu_workers(workers) if resources else workers)
 
@@ -366,7 +392,7 @@ def _report_of(future: distributed.Future, pending: Pending, options: BatchOptio
     not keyed by the submission's hash: it says nothing of the code, and a re-run grades it
     again (a preempted node, a lost scheduler)."""
     try:
-        text = future.result()
+        text = future.result(timeout=STALL_S)  # a result lost with its worker: never comes
     except distributed.KilledWorker:
         return grading_failed(pending.found, "the grading worker ended while grading it, as "
                               "often as the cluster allows: not graded (a re-run tries again)",

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -80,11 +81,17 @@ def _start(command: list[str], log: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
+@dataclass
+class HandStarted:
+    address: str
+    scheduler: subprocess.Popen
+    workers: list[subprocess.Popen]
+
+
 @contextlib.contextmanager
-def scheduler_and_workers(folder: Path, workers: list[list[str]]
-                          ) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+def scheduler_and_workers(folder: Path, workers: list[list[str]]) -> Iterator[HandStarted]:
     """A scheduler on 127.0.0.1 and one worker per argument list, as an instructor starts
-    them by hand (`dask scheduler`, `dask worker`); (address, workers), all ended after."""
+    them by hand (`dask scheduler`, `dask worker`); all ended after."""
     folder.mkdir(parents=True, exist_ok=True)
     scheduler_file = folder / "scheduler.json"
     processes = [_start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host",
@@ -103,7 +110,7 @@ def scheduler_and_workers(folder: Path, workers: list[list[str]]
         processes += started
         with distributed.Client(address, timeout="10s") as client:
             client.wait_for_workers(len(workers), timeout=max(1.0, deadline - time.monotonic()))
-        yield address, started
+        yield HandStarted(address, processes[0], started)
     finally:
         for process in processes:
             if process.poll() is None:
@@ -117,7 +124,8 @@ def test_a_class_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
     the gradebook is a local grade's."""
     subs = a_class(tmp_path / "subs", copies=3)
     grade_class(subs, options=options(tmp_path / "here"))
-    with scheduler_and_workers(tmp_path, [[], []]) as (address, workers):
+    with scheduler_and_workers(tmp_path, [[], []]) as hand:
+        address, workers = hand.address, hand.workers
         seen: list[str] = []
 
         def kill_one(student: str, report: object, reused: bool) -> None:
@@ -138,16 +146,18 @@ def test_cuda_checks_go_only_to_a_worker_that_declares_a_gpu(tmp_path: Path) -> 
     """With `--device auto`, a class is graded where a GPU is declared, and each report
     names that worker; without one, `--device cuda` is refused before anything runs."""
     subs = a_class(tmp_path / "subs")
-    with scheduler_and_workers(tmp_path, [["--resources", "GPU=1"], []]) as (address, _):
+    with scheduler_and_workers(tmp_path, [["--resources", "GPU=1"], []]) as hand:
+        address = hand.address
         with distributed.Client(address, timeout="10s") as client:
             gpu = [a for a, info in client.scheduler_info()["workers"].items()
                    if info["resources"].get("GPU")]
         grade_class(subs, options=options(tmp_path / "auto", cluster=address, device="auto"))
     assert {report.graded_on for report in load_reports(tmp_path / "auto")
             if not report.error} == set(gpu)
-    with scheduler_and_workers(tmp_path / "cpu-only", [[]]) as (address, _), \
+    with scheduler_and_workers(tmp_path / "cpu-only", [[]]) as hand, \
             pytest.raises(UsageError, match="declares a GPU"):
-        grade_class(subs, options=options(tmp_path / "cuda", cluster=address, device="cuda"))
+        grade_class(subs, options=options(tmp_path / "cuda", cluster=hand.address,
+                                          device="cuda"))
 
 
 def test_without_cluster_nothing_of_dask_is_imported(tmp_path: Path) -> None:
@@ -241,7 +251,8 @@ def test_a_run_whose_gpu_workers_all_left_stops_with_what_it_graded(
     monkeypatch.setattr(cluster, "STALL_S", 2.0)
     monkeypatch.setattr(cluster, "POLL_S", 0.5)
     subs = a_class(tmp_path / "subs", copies=3)
-    with scheduler_and_workers(tmp_path, [["--resources", "GPU=1"], []]) as (address, workers):
+    with scheduler_and_workers(tmp_path, [["--resources", "GPU=1"], []]) as hand:
+        address, workers = hand.address, hand.workers
         graded: list[str] = []
 
         def end_the_gpu_worker(student: str, report: object, reused: bool) -> None:
@@ -255,3 +266,28 @@ def test_a_run_whose_gpu_workers_all_left_stops_with_what_it_graded(
     kept = {report.student for report in load_reports(tmp_path / "out")}
     assert set(graded) <= kept and len(kept) < len(list(subs.iterdir()))
     assert {row["student"] for row in gradebook(tmp_path / "out")} == kept
+
+
+def test_a_lost_scheduler_stops_the_run_in_one_line_keeping_what_was_graded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader import cluster
+
+    monkeypatch.setattr(cluster, "STALL_S", 10.0)
+    monkeypatch.setattr(cluster, "POLL_S", 0.5)
+    subs = a_class(tmp_path / "subs", copies=3)
+    with scheduler_and_workers(tmp_path, [[]]) as hand:
+        address, scheduler = hand.address, hand.scheduler
+        graded: list[str] = []
+
+        def end_the_scheduler(student: str, report: object, reused: bool) -> None:
+            graded.append(student)
+            if len(graded) == 1:
+                scheduler.kill()  # started by this test
+
+        started = time.monotonic()
+        with pytest.raises(UsageError, match=r"lost the scheduler|no worker could take"):
+            grade_class(subs, options=options(tmp_path / "out", cluster=address),
+                        on_progress=end_the_scheduler)
+        assert time.monotonic() - started < 120
+    kept = {report.student for report in load_reports(tmp_path / "out")}
+    assert set(graded) <= kept and len(kept) < len(list(subs.iterdir()))

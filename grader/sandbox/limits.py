@@ -9,7 +9,6 @@ import os
 import resource
 import stat
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -112,20 +111,33 @@ def worker_uid(base: int, slot: int) -> int:
     return _nth_uid(base, slot * UIDS_PER_WORKER)
 
 
-SLOT_LOCKS = Path("/run/inplace-grader-slots")  # root's: slots matter only for the uid drop
+# Root's (slots matter only for the uid drop): /run, or where /run is read-only (a
+# container's), one fixed folder in /tmp, never $TMPDIR (two runs must find the same locks).
+SLOT_LOCKS = (Path("/run/inplace-grader-slots"), Path("/tmp/inplace-grader-slots-0"))
 
 
-def claim_slot(first: int, *, folder: Path = SLOT_LOCKS) -> tuple[int, int]:
+def slot_folder(candidates: tuple[Path, ...] = SLOT_LOCKS) -> Path:
+    """The first of `candidates` that is, or can be made, a folder private to this user."""
+    for folder in candidates:
+        with contextlib.suppress(FileExistsError, OSError):
+            folder.mkdir(mode=0o700)
+        try:
+            info = os.lstat(folder)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+            raise UidError(f"{folder}: not a private folder of this user; remove it")
+        return folder
+    raise UidError(f"no folder for the uid slots' locks ({', '.join(map(str, candidates))})")
+
+
+def claim_slot(first: int, *, folder: Path | None = None) -> tuple[int, int]:
     """(slot, descriptor): the first uid slot from `first` on that no other process on this
     machine holds, held (an flock) until every copy of the descriptor is closed (pass it to
     the zygote: Sandbox(hold=...)). Dask workers on one host each start sandboxes of their
     own; two that dropped to the same uids could end each other's jobs (the uid sweep) or
     signal them."""
-    with contextlib.suppress(FileExistsError):
-        folder.mkdir(mode=0o700)
-    info = os.lstat(folder)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
-        raise UidError(f"{folder}: not a private folder of this user; remove it")
+    folder = slot_folder() if folder is None else slot_folder((folder,))
     for slot in range(first, UID_SLOTS):
         fd = os.open(folder / f"{slot}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
@@ -133,6 +145,9 @@ def claim_slot(first: int, *, folder: Path = SLOT_LOCKS) -> tuple[int, int]:
         except BlockingIOError:
             os.close(fd)
             continue
+        except BaseException:
+            os.close(fd)
+            raise
         return slot, fd
     raise UidError(f"all {UID_SLOTS} worker uid slots of this machine are taken")
 
@@ -143,10 +158,7 @@ def held_slot() -> tuple[int, int | None]:
     without root its children keep the grader's uid, and any slot does."""
     if os.geteuid() != 0:
         return 0, None
-    try:
-        return claim_slot(0)
-    except OSError:  # no /run to write to (a container's): root's own folder in the temp dir
-        return claim_slot(0, folder=Path(tempfile.gettempdir()) / "inplace-grader-slots-0")
+    return claim_slot(0)
 
 
 def job_uid(first: int, job: int) -> int:

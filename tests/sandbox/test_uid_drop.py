@@ -201,3 +201,13 @@ def test_a_slot_folder_others_may_write_is_refused(tmp_path: Path) -> None:
     folder.chmod(0o777)  # anyone could plant a lock there and take every slot
     with pytest.raises(UidError, match="not a private folder"):
         claim_slot(0, folder=folder)
+
+
+def test_the_slot_locks_live_in_the_first_folder_that_can_be_made(tmp_path: Path) -> None:
+    """A read-only /run (a container's) moves the locks to the fixed fallback, never to a
+    folder that depends on the environment (two runs must meet in the same one)."""
+    from grader.sandbox.limits import slot_folder
+
+    fallback = tmp_path / "fallback"
+    assert slot_folder((Path("/proc/inplace-grader-slots"), fallback)) == fallback
+    assert (fallback.stat().st_mode & 0o777) == 0o700
