@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +118,18 @@ def scheduler_and_workers(folder: Path, workers: list[list[str]]) -> Iterator[Ha
             process.wait(timeout=30)
 
 
+def kill_after(reports: int, process: subprocess.Popen, seen: list[str]
+               ) -> Callable[[str, object, bool], None]:
+    """A progress callback that records each student and kills `process` (one this test
+    started, by its pid) once `reports` reports are in."""
+    def progress(student: str, report: object, reused: bool) -> None:
+        seen.append(student)
+        if len(seen) == reports:
+            process.kill()
+
+    return progress
+
+
 def test_a_class_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
     """A scheduler and two workers started by hand; one is killed (by its pid) once the
     first reports are in: its submissions are graded on the other, each report once, and
@@ -125,17 +137,10 @@ def test_a_class_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
     subs = a_class(tmp_path / "subs", copies=3)
     grade_class(subs, options=options(tmp_path / "here"))
     with scheduler_and_workers(tmp_path, [[], []]) as hand:
-        address, workers = hand.address, hand.workers
         seen: list[str] = []
-
-        def kill_one(student: str, report: object, reused: bool) -> None:
-            seen.append(student)
-            if len(seen) == 3:
-                os.kill(workers[0].pid, signal.SIGKILL)  # a worker this test started
-
-        result = grade_class(subs, options=options(tmp_path / "there", cluster=address),
-                             on_progress=kill_one)
-        assert workers[0].wait(timeout=10) == -signal.SIGKILL
+        result = grade_class(subs, options=options(tmp_path / "there", cluster=hand.address),
+                             on_progress=kill_after(3, hand.workers[0], seen))
+        assert hand.workers[0].wait(timeout=10) == -signal.SIGKILL
     assert len(seen) == len(set(seen)) == result.students  # each report once
     assert not result.errors
     assert gradebook(tmp_path / "there") == gradebook(tmp_path / "here")
@@ -252,17 +257,11 @@ def test_a_run_whose_gpu_workers_all_left_stops_with_what_it_graded(
     monkeypatch.setattr(cluster, "POLL_S", 0.5)
     subs = a_class(tmp_path / "subs", copies=3)
     with scheduler_and_workers(tmp_path, [["--resources", "GPU=1"], []]) as hand:
-        address, workers = hand.address, hand.workers
         graded: list[str] = []
-
-        def end_the_gpu_worker(student: str, report: object, reused: bool) -> None:
-            graded.append(student)
-            if len(graded) == 1:
-                os.kill(workers[0].pid, signal.SIGKILL)  # a worker this test started
-
         with pytest.raises(UsageError, match="a GPU worker is needed"):
-            grade_class(subs, options=options(tmp_path / "out", cluster=address,
-                                              device="auto"), on_progress=end_the_gpu_worker)
+            grade_class(subs, options=options(tmp_path / "out", cluster=hand.address,
+                                              device="auto"),
+                        on_progress=kill_after(1, hand.workers[0], graded))
     kept = {report.student for report in load_reports(tmp_path / "out")}
     assert set(graded) <= kept and len(kept) < len(list(subs.iterdir()))
     assert {row["student"] for row in gradebook(tmp_path / "out")} == kept
@@ -276,18 +275,11 @@ def test_a_lost_scheduler_stops_the_run_in_one_line_keeping_what_was_graded(
     monkeypatch.setattr(cluster, "POLL_S", 0.5)
     subs = a_class(tmp_path / "subs", copies=3)
     with scheduler_and_workers(tmp_path, [[]]) as hand:
-        address, scheduler = hand.address, hand.scheduler
         graded: list[str] = []
-
-        def end_the_scheduler(student: str, report: object, reused: bool) -> None:
-            graded.append(student)
-            if len(graded) == 1:
-                scheduler.kill()  # started by this test
-
         started = time.monotonic()
         with pytest.raises(UsageError, match=r"lost the scheduler|no worker could take"):
-            grade_class(subs, options=options(tmp_path / "out", cluster=address),
-                        on_progress=end_the_scheduler)
+            grade_class(subs, options=options(tmp_path / "out", cluster=hand.address),
+                        on_progress=kill_after(1, hand.scheduler, graded))
         assert time.monotonic() - started < 120
     kept = {report.student for report in load_reports(tmp_path / "out")}
     assert set(graded) <= kept and len(kept) < len(list(subs.iterdir()))
