@@ -26,6 +26,7 @@ from grader.engine import (
     error_report,
     grade_submission,
     hidden_plan,
+    internal_error,
 )
 from grader.errors import UsageError
 from grader.exporters.gradebook import gradebook_csv
@@ -39,6 +40,7 @@ from grader.sandbox.limits import held_slot, release_freed_memory
 from grader.sandbox.runner import BATCH_PRELOAD
 from grader.submission import Submission, SubmissionError, load_submission
 from grader.summary import ClassSummary, Standing, standing, summarize, summary_text
+from grader.views import View
 
 REPORTS = "reports"
 FEEDBACK = "feedback"
@@ -234,7 +236,7 @@ def _grade_one(found: Found, options: BatchOptions, workers: _Workers) -> tuple[
         raise
     except Exception as exc:  # the grader's own failure: this student gets an error row
         workers.replace()
-        return grading_failed(found, f"internal error while grading: {exc}", options,
+        return grading_failed(found, internal_error(exc), options,
                               pending.digest), False
     return stamped(report, found, pending.digest), False
 
@@ -247,11 +249,14 @@ def _save(report: Report, options: BatchOptions, *, reused: bool) -> None:
         write_atomically(options.out / REPORTS / f"{name}.json",
                          report.model_dump_json(indent=2))
     write_atomically(options.out / FEEDBACK / f"{name}.txt",
-                     feedback_text(report, lang=options.check.lang, release=options.release))
+                     feedback_text(report, lang=options.check.lang,
+                                   view=View(release=options.release)))
 
 
 def write_class_files(options: BatchOptions, standings: list[Standing]) -> ClassSummary:
-    """Gradebook and summary, rebuilt from the reports on disk."""
+    """Gradebook, summary and the class report page, rebuilt from the reports on disk."""
+    from grader.exporters.html_report import write_class_report  # matplotlib: loaded here only
+
     functions = list(get_lab(options.lab).functions)
     write_atomically(options.out / "gradebook.csv",
                      gradebook_csv(standings, functions=functions))
@@ -265,6 +270,7 @@ def write_class_files(options: BatchOptions, standings: list[Standing]) -> Class
          "most_failed": [vars(f) for f in summary.most_failed],
          "flagged": [{"student": student, "findings": findings}
                      for student, findings in summary.flagged]}, indent=2))
+    write_class_report(options.out, lab=options.lab, lang=options.check.lang)
     return summary
 
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from grader.errors import ExitCode, UsageError
+from grader.formats import FORMATS
 from grader.labs import LAB_FILES
 
 PROG = "inplace-grader"
@@ -89,24 +90,6 @@ def _load_hidden(path: Path | None):  # -> HiddenFile | None
     return None if path is None else load_hidden_file(path)  # a UsageError: one line
 
 
-def _exported(report, output_format: str, lang: str) -> str:  # report: grader.models.Report
-    """One report in a platform's format, exactly as that platform's file holds it."""
-    import json
-    import os
-
-    if output_format == "junit":
-        from grader.exporters.junit import junit_xml
-
-        return junit_xml([report], lang=lang)
-    if output_format == "gradescope":
-        from grader.exporters.gradescope import results_json
-
-        return json.dumps(results_json(report, lang=lang), indent=2) + "\n"
-    from grader.exporters.classroom50 import result_json
-
-    return json.dumps(result_json(report, env=os.environ), indent=2) + "\n"
-
-
 LANGUAGES = ["en", "ko"]  # the locales in grader/locales
 
 
@@ -176,7 +159,7 @@ def main() -> None:
 @click.argument("submission", type=click.Path(path_type=Path))
 @click.option("--lab", help=f"Lab name: {LABS} (default: inferred from the file name).")
 @click.option("--format", "output_format",
-              type=click.Choice(["text", "json", "junit", "gradescope", "classroom50"]),
+              type=click.Choice(["text", *FORMATS]),
               default="text",
               show_default=True)
 @grading_options
@@ -206,10 +189,14 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
         sys.exit(ExitCode.INTERNAL)
     if report.error and output_format == "text":  # nothing to grade: one line, exit 2
         _usage_error(report.error)
-    if output_format == "json":
-        click.echo(report.model_dump_json(indent=2))
-    elif output_format != "text":
-        click.echo(_exported(report, output_format, lang), nl=False)
+    if output_format != "text":
+        from grader.formats import render
+        from grader.hidden import released
+        from grader.views import STAFF, View
+
+        # The JSON report is the whole record; a platform's file is what its students see.
+        view = STAFF if output_format == "json" else View(release=released(options.hidden))
+        click.echo(render(output_format, [report], view=view, lang=lang), nl=False)
     else:
         render_text(report, Console(highlight=False), lang=lang, debug=debug,
                     failed_only=failed_only)
@@ -280,7 +267,28 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     click.echo(f"graded {result.graded}, reused {result.reused}, failed to grade "
                f"{len(result.errors)}; mean {result.summary.mean_percent:.1f}%; "
                f"{result.elapsed_s:.1f} s ({rate:.1f}/s){where}; "
-               f"gradebook: {out / 'gradebook.csv'}")
+               f"gradebook: {out / 'gradebook.csv'}; class report: {out / 'report.html'}")
+
+
+@main.command()
+@click.argument("grades_dir", type=click.Path(path_type=Path, file_okay=False))
+@lang_option(what="the page")
+def report(grades_dir: Path, lang: str | None) -> None:
+    """Rebuild GRADES_DIR/report.html, the class report page, from the reports that `grade`
+    wrote there (for instance in another language)."""
+    from grader import feedback
+    from grader.batch import REPORTS, labs_in, mixed_labs
+    from grader.exporters.html_report import write_class_report
+
+    if not (grades_dir / REPORTS).is_dir():
+        _usage_error(f"{grades_dir}: no {REPORTS}/ folder; pass the --out folder of "
+                     "`inplace-grader grade`")
+    labs = labs_in(grades_dir)
+    if len(labs) != 1:
+        _usage_error(mixed_labs(grades_dir, labs) if labs else
+                     f"{grades_dir}: no readable reports in {REPORTS}/")
+    path = write_class_report(grades_dir, lab=labs.pop(), lang=lang or feedback.default_language())
+    click.echo(f"wrote {path}")
 
 
 @main.command()
@@ -304,8 +312,9 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     `grade`. Students who could not be graded are left out (their LMS grade stays)."""
     from grader import feedback
     from grader.batch import REPORTS, iter_reports, mixed_labs, write_atomically
-    from grader.exporters.lms_csv import canvas_csv, moodle_csv, visible_standing
+    from grader.exporters.lms_csv import canvas_csv, moodle_csv
     from grader.roster import read_roster
+    from grader.views import STUDENT
 
     if not (grades_dir / REPORTS).is_dir():
         _usage_error(f"{grades_dir}: no {REPORTS}/ folder; pass the --out folder of "
@@ -321,7 +330,7 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     standings = []
     for report in iter_reports(grades_dir):  # one report at a time: memory stays flat
         labs.add(report.lab)
-        standings.append(visible_standing(report))
+        standings.append(STUDENT.gradebook_standing(report))
     if not standings:
         _usage_error(f"{grades_dir / REPORTS}: no reports; run `inplace-grader grade "
                      f"SUBMISSIONS --lab LAB --out {grades_dir}` first")
@@ -359,7 +368,7 @@ def nbgrader_group() -> None:
 def nbgrader_source(lab: str, hidden_path: Path | None, project: Path, out: Path,
                     force: bool) -> None:
     """Write the lab's nbgrader source notebook (<lab file>.ipynb) into OUT."""
-    from grader.nbgrader import write_source_notebook
+    from grader.platforms.nbgrader.source import write_source_notebook
 
     if not (project / "solutions").is_dir():
         _usage_error(f"{project}: no solutions/ folder here; pass --root PROJECT")
@@ -451,7 +460,11 @@ def gradescope_build(lab: str, hidden_path: Path | None, hidden_visibility: str,
 
     from grader.engine import CheckOptions, check_instructor_input, hidden_plan
     from grader.labs import check_lab_name, get_lab
-    from grader.platforms.gradescope import GradescopeConfig, build_autograder, check_checkout
+    from grader.platforms.gradescope.autograder import (
+        GradescopeConfig,
+        build_autograder,
+        check_checkout,
+    )
 
     if out.exists() and not force:
         _usage_error(f"{out} exists; pass --force to overwrite it")
@@ -475,7 +488,7 @@ def gradescope_build(lab: str, hidden_path: Path | None, hidden_visibility: str,
               default=Path("/autograder/source/inplace-grader.toml"), show_default=True)
 def gradescope_run(root: Path, config_path: Path) -> None:
     """Grade ROOT/submission into ROOT/results/results.json (always written)."""
-    from grader.platforms.gradescope import run
+    from grader.platforms.gradescope.autograder import run
 
     click.echo(f"wrote {run(root, config_path)}")
 
@@ -500,7 +513,7 @@ def classroom50_init(lab: str, out: Path, torch_version: str | None, project: Pa
     from importlib.metadata import version
 
     from grader.labs import check_lab_name
-    from grader.platforms.classroom50 import init
+    from grader.platforms.classroom50.autograder import init
 
     if (out / "autograder.py").exists() and not force:
         _usage_error(f"{out / 'autograder.py'} exists; pass --force to overwrite it")
@@ -523,7 +536,7 @@ def classroom50_run(lab: str, checkout: Path, timeout: float, lang: str) -> None
 
     from grader.labs import check_lab_name
     from grader.models import Limits
-    from grader.platforms.classroom50 import run
+    from grader.platforms.classroom50.autograder import run
 
     check_lab_name(lab)
     report = run(checkout, lab=lab, env=os.environ, lang=lang, limits=Limits(timeout_s=timeout))

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from grader.batch import BatchOptions, BatchResult, Pending, grading_failed, prepare, stamped
-from grader.engine import CheckOptions, grade_submission
+from grader.engine import CheckOptions, grade_submission, internal_error
 from grader.errors import UsageError
 from grader.layouts import Found
 from grader.models import Report
@@ -398,5 +398,5 @@ def _report_of(future: distributed.Future, pending: Pending, options: BatchOptio
                               "often as the cluster allows: not graded (a re-run tries again)",
                               options)
     except Exception as exc:  # the grader's own failure on the worker, a lost scheduler
-        return grading_failed(pending.found, f"internal error while grading: {exc}", options)
+        return grading_failed(pending.found, internal_error(exc), options)
     return stamped(Report.model_validate_json(text), pending.found, pending.digest)

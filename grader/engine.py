@@ -42,7 +42,7 @@ from grader.models import (
     add_phases,
 )
 from grader.sandbox import JobResult, Sandbox, TaskSpec
-from grader.submission import Submission, load_submission
+from grader.submission import Submission, SubmissionError, find_upload, load_submission
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,28 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
                                      "import_error": failed_import, "output": printed,
                                      "protections": protections,
                                      "integrity": observed.job.outcome.static.anywhere})
+
+
+def grade_upload(folder: Path, *, lab: str, options: CheckOptions) -> Report:
+    """What every LMS entry point grades: the student's upload in `folder`, as a report
+    whatever the upload holds. Missing, ambiguous or unreadable files, and the grader's own
+    failures, are error reports with the reason and the lab's maxima; only the instructor's
+    mistakes (a bad rubric or hidden-cases file: a UsageError) are raised."""
+    try:
+        path = find_upload(folder, LAB_FILES[lab], lang=options.lang)
+        return check_submission(path, lab=lab, options=options)
+    except SubmissionError as exc:
+        return error_report(lab=lab, submission=str(folder), error=str(exc), options=options)
+    except UsageError:
+        raise
+    except Exception as exc:  # the grader's own failure: still a report, with the reason
+        return error_report(lab=lab, submission=str(folder), error=internal_error(exc),
+                            options=options)
+
+
+def internal_error(exc: BaseException) -> str:
+    """How a grader failure reads in a student's report (one line, the same everywhere)."""
+    return f"internal error of the grader ({type(exc).__name__}: {exc})"
 
 
 def _nothing_to_grade(submission: Submission, lab: str, options: CheckOptions,

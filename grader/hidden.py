@@ -34,7 +34,6 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from grader.checks.findings import Finding, Phrase
 from grader.errors import UsageError
-from grader.models import Report
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -286,20 +285,6 @@ def iter_variant_checks(plan: HiddenPlan | None, function: str
             yield variant, check_id
 
 
-@dataclass(frozen=True)
-class StudentView:
-    """What a student may see of a report: the visible part, and how much is withheld."""
-
-    report: Report
-    withheld_checks: int = 0
-    withheld_points: float = 0.0
-
-    @property
-    def withholds(self) -> bool:
-        """Whether the shown total leaves points out (a report with an error has no rows)."""
-        return bool(self.withheld_checks or self.withheld_points)
-
-
 def released(hidden: HiddenFile | None, *, release_flag: bool = False) -> bool:
     """Whether students see hidden results: the instructor said so on the command line or in
     the file (`release = true`)."""
@@ -310,19 +295,3 @@ def grading_key(hidden: HiddenFile) -> str:
     """What of the file changes grading: everything but `release`, which changes only what
     students are shown (so releasing never regrades)."""
     return hidden.model_dump_json(exclude={"release"})
-
-
-def student_view(report: Report, *, release: bool) -> StudentView:
-    """Hidden results leave the student's copy (and its score) until they are released."""
-    hidden = [c for c in report.checks if c.hidden]
-    if release or not (hidden or report.hidden_max_score):
-        return StudentView(report)
-    shown = [c for c in report.checks if not c.hidden]
-    withheld = round(sum(c.max_score for c in hidden) + report.hidden_max_score, 6)
-    visible = report.model_copy(update={
-        "checks": shown,
-        "score": round(sum(c.score for c in shown), 6),
-        "max_score": round(report.max_score - withheld, 6),
-        "hidden_max_score": 0.0,
-    })
-    return StudentView(visible, len(hidden), withheld)

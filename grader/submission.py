@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from grader import feedback
 from grader.errors import UsageError
+from grader.platforms.nbgrader.cells import is_autograder_test, is_grader_cell
 
 
 class SubmissionError(UsageError):
@@ -82,7 +82,7 @@ def notebook_cells(path: Path) -> tuple[str, tuple[CellSpan, ...]]:
         raise SubmissionError(f"{path}: not a readable notebook ({exc})") from exc
     numbered = [(number, code_cell_source(cell.source))
                 for number, cell in enumerate(notebook.cells, start=1)
-                if cell.cell_type == "code" and not _is_autograder_test(cell)]
+                if cell.cell_type == "code" and not is_autograder_test(cell)]
     code = sum(len(text.encode()) for _, text in numbered)
     if code > SOURCE_LIMIT:
         raise _too_large(path, code, SOURCE_LIMIT, "code cells")
@@ -102,33 +102,6 @@ def code_cell_source(source: str) -> str:
     """A code cell as Python: IPython magics and shell escapes commented out."""
     return "\n".join(f"# {line}" if line.lstrip().startswith(("%", "!")) else line
                      for line in source.splitlines())
-
-
-def _is_autograder_test(cell: Mapping[str, Any]) -> bool:
-    """An nbgrader autograder test cell: graded, not a student's answer."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return bool(meta.get("grade")) and not meta.get("solution")
-
-
-def is_grader_cell(source: str) -> bool:
-    """A cell that imports `grader.notebook` or calls `grade_function`: the grader's, not the
-    student's code. A cell that does not parse is the student's (its error is reported)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(
-                alias.name.startswith("grader.notebook") for alias in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (
-                node.module == "grader.notebook"
-                or (node.module == "grader" and any(a.name == "notebook" for a in node.names))):
-            return True
-        if isinstance(node, ast.Call) and "grade_function" in (
-                getattr(node.func, "id", None), getattr(node.func, "attr", None)):
-            return True
-    return False
 
 
 def join_cells(cells: Iterable[str]) -> str:

@@ -20,7 +20,6 @@ from grader.hidden import (
     load_hidden_file,
     rename_case,
     resolve,
-    student_view,
 )
 from grader.hidden import (
     released as released_by,
@@ -28,6 +27,7 @@ from grader.hidden import (
 from grader.labs import LAB_FILES, get_lab
 from grader.models import Limits, Report
 from grader.sandbox import Sandbox
+from grader.views import STUDENT, View
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {lab: ROOT / "examples" / lab / "hidden.toml" for lab in LAB_FILES}
@@ -148,13 +148,13 @@ def test_hidden_points_count_when_a_submission_dies_or_is_missing(
     points of hidden cases stay hidden when the code never ran."""
     hidden = load_hidden_file(EXAMPLES["optim"])
     full = grade(ROOT / "solutions" / "optim" / "optimizer.py", "optim", sandbox, hidden)
-    shown = student_view(full, release=False).report.max_score
+    shown = STUDENT.of(full).report.max_score
     assert 0 < shown < full.max_score
     dies = tmp_path / "optimizer.py"
     dies.write_text("import os\nos._exit(3)\n")
     died = grade(dies, "optim", sandbox, hidden)
     assert died.max_score == full.max_score and died.score == 0
-    assert student_view(died, release=False).report.max_score == shown
+    assert STUDENT.of(died).report.max_score == shown
     assert f"/ {shown:g} points shown" in feedback_text(died, lang="en")
     hangs = tmp_path / "hangs" / "optimizer.py"
     hangs.parent.mkdir()
@@ -173,13 +173,14 @@ def test_hidden_points_count_when_a_submission_dies_or_is_missing(
     assert rows["sgd_step.runtime"].max_score == sum(c.max_score for c in sgd if not c.hidden)
     assert rows["sgd_step.runtime@hidden"].max_score == sum(c.max_score for c in sgd if c.hidden)
     assert hung.max_score == full.max_score
-    assert student_view(hung, release=False).report.max_score == shown
+    assert STUDENT.of(hung).report.max_score == shown
     missing = error_report(lab="optim", submission="x", error="empty",
                            options=CheckOptions(device="cpu", hidden=hidden))
     assert missing.max_score == full.max_score
-    assert student_view(missing, release=False).report.max_score == shown
+    assert STUDENT.of(missing).report.max_score == shown
     assert f"/ {shown:g} points shown" in feedback_text(missing, lang="en")
-    assert f"/ {full.max_score:g} points" in feedback_text(missing, lang="en", release=True)
+    released = feedback_text(missing, lang="en", view=View(release=True))
+    assert f"/ {full.max_score:g} points" in released
 
 
 # --- what students see --------------------------------------------------------------------------
@@ -195,7 +196,7 @@ def test_feedback_withholds_hidden_results_until_released(sandbox: Sandbox) -> N
     assert f"{count} hidden checks ({points:g} points) are graded but not shown" in withheld
     visible_max = report.max_score - points
     assert f"/ {visible_max:g} points shown" in withheld
-    released = feedback_text(report, lang="en", release=True)
+    released = feedback_text(report, lang="en", view=View(release=True))
     assert "sgd_step computes p - lr * p.grad (hidden case large_lr)" in released
     assert f"/ {report.max_score:g} points" in released
     assert "graded but not shown" not in released

@@ -11,13 +11,13 @@ import pytest
 from rich.console import Console
 
 from grader.engine import CheckOptions, grade_submission
-from grader.exporters.classroom50 import result_json
 from grader.exporters.gradebook import gradebook_csv
-from grader.exporters.gradescope import results_json
 from grader.exporters.junit import junit_xml
 from grader.exporters.text import feedback_text
 from grader.import_failure import own_traceback
 from grader.models import Report
+from grader.platforms.classroom50.result import result_json
+from grader.platforms.gradescope.results import results_json
 from grader.render import render_text
 from grader.sandbox import Sandbox
 from grader.submission import CellSpan, Submission, load_submission

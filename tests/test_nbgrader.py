@@ -20,14 +20,14 @@ from grader.engine import CheckOptions, check_submission, error_report
 from grader.hidden import HiddenFile, load_hidden_file, parse_hidden_text
 from grader.labs import LAB_FILES, get_lab
 from grader.models import Report
-from grader.nbgrader import (
+from grader.notebook import NotInNotebookError, grade_function, kernel_source
+from grader.platforms.nbgrader.source import (
     BEGIN_HIDDEN,
     hidden_toml,
     source_notebook,
     split_definitions,
     write_source_notebook,
 )
-from grader.notebook import NotInNotebookError, grade_function, kernel_source
 from grader.sandbox import Sandbox
 from grader.stubs import BEGIN, strip_markers
 from grader.submission import notebook_source

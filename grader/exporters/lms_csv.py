@@ -24,14 +24,13 @@ import csv
 import io
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from grader import feedback
 from grader.errors import UsageError
 from grader.exporters.spreadsheet import safe_row
-from grader.models import Report
 from grader.roster import Roster, RosterEntry
-from grader.summary import NOT_GRADABLE, Standing, standing
+from grader.summary import NOT_GRADABLE, Standing
 
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 # Canvas drops every column whose title contains one of these (an unanchored, case-sensitive
@@ -63,15 +62,6 @@ class ExportResult:
 class _Row:
     standing: Standing
     entry: RosterEntry | None
-
-
-def visible_standing(report: Report) -> Standing:
-    """The report's standing whose failed checks leave out hidden ones: an LMS shows its
-    feedback to the student, and hidden checks stay unnamed (the score counts them)."""
-    hidden = {check.id for check in report.checks if check.hidden}
-    whole = standing(report)
-    return replace(whole, failed={check_id: name for check_id, name in whole.failed.items()
-                                  if check_id not in hidden})
 
 
 def number(value: float) -> str:

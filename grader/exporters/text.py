@@ -7,11 +7,12 @@ milliseconds, and the file reads the same in any editor.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from grader import feedback
-from grader.hidden import student_view
 from grader.models import CheckResult, ImportFailure, Report
 from grader.render import MARKS, group_failures
+from grader.views import STUDENT, View
 
 
 def check_details(check: CheckResult | ImportFailure, lang: str) -> str:
@@ -37,11 +38,11 @@ def explained(check: CheckResult | ImportFailure, lang: str, *, count: int = 1) 
     return lines
 
 
-def feedback_text(full_report: Report, *, lang: str, release: bool = False) -> str:
+def feedback_text(full_report: Report, *, lang: str, view: View = STUDENT) -> str:
     """The student's feedback; hidden checks are left out (and counted) unless released."""
-    view = student_view(full_report, release=release)
-    report = view.report
-    title = feedback.ui("visible_title" if view.withholds else "title", lang,
+    shown = view.of(full_report)
+    report = shown.report
+    title = feedback.ui("visible_title" if shown.withholds else "title", lang,
                         lab=report.lab, score=report.score, max_score=report.max_score)
     if report.error:
         return f"{feedback.ui('not_graded', lang, error=report.error)}\n{title}\n"
@@ -58,9 +59,14 @@ def feedback_text(full_report: Report, *, lang: str, release: bool = False) -> s
     skipped = Counter(c.device for c in report.checks if c.status == "skipped")
     lines += [""] + [feedback.ui("skipped_device", lang, count=n, device=d)
                      for d, n in skipped.items()]
-    if view.withheld_checks:
-        lines.append(feedback.ui("hidden_withheld", lang, count=view.withheld_checks,
-                                 points=view.withheld_points))
+    if shown.withheld_checks:
+        lines.append(feedback.ui("hidden_withheld", lang, count=shown.withheld_checks,
+                                 points=shown.withheld_points))
     if full_report.integrity:  # the findings themselves are for the instructor
         lines.append(feedback.ui("flagged", lang))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def render(reports: Sequence[Report], *, view: View = STUDENT, lang: str = "en") -> str:
+    """Feedback files, one after another."""
+    return "\n".join(feedback_text(report, lang=lang, view=view) for report in reports)

@@ -10,6 +10,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 
 from grader.exporters.junit import junit_xml
 from grader.models import CheckResult, Report
+from grader.views import View
 from tests.conftest import ROOT, SOLUTION
 
 
@@ -64,7 +65,7 @@ def test_each_check_is_a_testcase_with_its_outcome(tmp_path: Path) -> None:
     bob = list(suites[1])
     assert len(bob) == 1 and isinstance(bob[0].result[0], Error)
     assert bob[0].result[0].message == "bob.py is empty"
-    released = parse(junit_xml([graded], release=True), tmp_path)
+    released = parse(junit_xml([graded], view=View(release=True)), tmp_path)
     assert len(list(next(iter(released)))) == 5
 
 

@@ -16,11 +16,11 @@ from grader.exporters.lms_csv import (
     moodle_csv,
     moodle_feedback,
     number,
-    visible_standing,
 )
 from grader.models import CheckResult, Report
 from grader.roster import Roster, RosterError, parse_roster, read_roster
 from grader.summary import GRADED, NOT_GRADABLE, Standing
+from grader.views import STUDENT
 
 
 def standing(student: str, score: float = 84, max_score: float = 84, *, error: str = "",
@@ -205,7 +205,7 @@ def test_hidden_failed_checks_are_not_named_to_students() -> None:
     graded = report("alice", [check("sgd_step.identity", status="failed"),
                               check("sgd_step.secret", status="failed", hidden=True),
                               check("SGD.api")])
-    visible = visible_standing(graded)
+    visible = STUDENT.gradebook_standing(graded)
     assert visible.score == 2 and visible.max_score == 6  # the grade counts every check
     assert moodle_feedback(visible) == "2/6 points; failed: sgd_step.identity name"
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from grader.exporters.classroom50 import points_scale, result_json
 from grader.models import CheckResult, Report
+from grader.platforms.classroom50.result import points_scale, result_json
+from grader.views import View
 from tests.conftest import ROOT, SOLUTION
 
 SCHEMA = json.loads(Path(__file__).with_name("classroom50_result.schema.json").read_text())
@@ -133,7 +134,7 @@ def test_an_ungraded_submission_shows_only_visible_points_until_release() -> Non
     report = Report(lab="optim", score=0, max_score=23, hidden_max_score=7, checks=[],
                     error="empty", grader_version="0", torch_version="0", elapsed_s=0)
     assert valid(result_json(report, env=ENV))["max-score"] == 16
-    assert valid(result_json(report, env=ENV, release=True))["max-score"] == 23
+    assert valid(result_json(report, env=ENV, view=View(release=True)))["max-score"] == 23
 
 
 def test_a_local_run_without_the_runners_environment_still_validates() -> None:

@@ -17,6 +17,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from grader.models import CheckResult, Report
+from grader.platforms.gradescope.results import results_json
 from tests.conftest import ROOT, SOLUTION
 
 SCHEMA = json.loads((Path(__file__).with_name("gradescope_results.schema.json")).read_text())
@@ -55,6 +57,11 @@ def run_autograder(autograder: Path, root: Path, files: dict[str, str],
     return results
 
 
+def scored(results: dict) -> list[dict]:
+    """The tests that carry points (the others are informational entries)."""
+    return [t for t in results["tests"] if "max_score" in t]
+
+
 def test_the_zip_has_gradescopes_layout(autograder: Path) -> None:
     with zipfile.ZipFile(autograder) as archive:
         names = set(archive.namelist())
@@ -77,31 +84,40 @@ def test_the_zip_has_gradescopes_layout(autograder: Path) -> None:
 
 def test_a_correct_submission_gets_every_point(autograder: Path, tmp_path: Path) -> None:
     results = run_autograder(autograder, tmp_path, {"optimizer.py": SOLUTION.read_text()})
-    assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
-    assert all(t["status"] == "passed" and t["output"] == "" for t in results["tests"])
-    hidden = [t for t in results["tests"] if t["visibility"] == "after_published"]
+    assert results["score"] == sum(t["max_score"] for t in scored(results)) > 0
+    assert all(t["status"] == "passed" and t["output"] == "" for t in scored(results))
+    hidden = [t for t in scored(results) if t["visibility"] == "after_published"]
     assert hidden and all("hidden case" in t["name"] or "small gradients" in t["name"]
                           for t in hidden)
     assert "optim: " in results["output"]
-    visible = sum(t["max_score"] for t in results["tests"] if t["visibility"] == "visible")
+    visible = sum(t["max_score"] for t in scored(results) if t["visibility"] == "visible")
     assert f"/ {visible:g} points shown" in results["output"], "hidden totals stay unshown"
+    # The total counts hidden checks: it is shown when they are, the visible tests at once.
+    assert results["visibility"] == "after_published"
+    assert results["output_format"] == results["test_output_format"] == "md"
+    informational = [t for t in results["tests"] if "max_score" not in t]
+    assert all("score" not in t and "status" not in t for t in informational)
+    protections = [t for t in informational if t["tags"] == ["sandbox"]]
+    assert protections and "- separate process" in protections[0]["output"]
 
 
 def test_a_buggy_submission_is_explained(autograder: Path, tmp_path: Path) -> None:
     source = (KNOWN / "sgd_step_data_assign.py").read_text()
     results = run_autograder(autograder, tmp_path, {"my_optimizer.py": source})
-    failed = [t for t in results["tests"] if t["status"] == "failed"]
+    failed = [t for t in scored(results) if t["status"] == "failed"]
     assert failed and all(t["score"] == 0 and t["output"] for t in failed)
     assert {t["tags"][0] for t in failed} == {"sgd_step"}
-    assert "expected:" in failed[0]["output"] and "hint:" in failed[0]["output"]
-    assert results["score"] == sum(t["score"] for t in results["tests"])
+    assert all(t["output_format"] == "md" for t in failed)
+    lines = failed[0]["output"].split("\n\n")  # markdown paragraphs
+    assert lines[1].startswith("**expected:** `") and lines[-1].startswith("**hint:** ")
+    assert results["score"] == sum(t["score"] for t in scored(results))
 
 
 def test_a_crash_at_import_scores_zero_with_the_reason(autograder: Path, tmp_path: Path) -> None:
     results = run_autograder(autograder, tmp_path, {"optimizer.py": "import os\nos._exit(3)\n"})
     assert results["score"] == 0
-    assert results["tests"] and all(t["status"] == "failed" for t in results["tests"])
-    assert all("did not import" in t["output"] for t in results["tests"])
+    assert scored(results) and all(t["status"] == "failed" for t in scored(results))
+    assert all("did not import" in t["output"] for t in scored(results))
     assert results["output"].count("ended the Python process") == 1  # told once, on top
 
 
@@ -112,14 +128,14 @@ def test_a_timeout_costs_that_function_and_is_said(autograder: Path, tmp_path: P
         "    while True:\n        pass\n", 1)
     assert "while True" in source
     results = run_autograder(autograder, tmp_path, {"optimizer.py": source})
-    runtime = {t["extra_data"]["id"]: t for t in results["tests"]
+    runtime = {t["extra_data"]["id"]: t for t in scored(results)
                if t["tags"] == ["sgd_step", "runtime"]}
     assert set(runtime) == {"sgd_step.runtime", "sgd_step.runtime@hidden"}
     assert "5 s" in runtime["sgd_step.runtime"]["output"]
     # The hidden cases' points sit in a row students see only once published.
     assert runtime["sgd_step.runtime"].get("visibility", "visible") == "visible"
     assert runtime["sgd_step.runtime@hidden"]["visibility"] == "after_published"
-    assert 0 < results["score"] < sum(t["max_score"] for t in results["tests"])
+    assert 0 < results["score"] < sum(t["max_score"] for t in scored(results))
 
 
 @pytest.mark.parametrize(("files", "message"), [
@@ -129,7 +145,7 @@ def test_a_timeout_costs_that_function_and_is_said(autograder: Path, tmp_path: P
 def test_a_wrong_upload_still_writes_results(autograder: Path, tmp_path: Path,
                                             files: dict[str, str], message: str) -> None:
     results = run_autograder(autograder, tmp_path, files)
-    assert results["score"] == 0 and results["tests"] == []
+    assert results["score"] == 0 and scored(results) == []
     assert message in results["output"]
     assert "optim: 0 / " in results["output"]  # out of what the assignment is worth
 
@@ -159,4 +175,38 @@ def test_check_prints_gradescope_results_for_one_submission() -> None:
     assert result.returncode == 0, result.stderr
     results = json.loads(result.stdout)
     jsonschema.validate(results, SCHEMA)
-    assert results["score"] == sum(t["max_score"] for t in results["tests"]) > 0
+    assert results["score"] == sum(t["max_score"] for t in scored(results)) > 0
+    assert results["visibility"] == "visible"  # no hidden cases: nothing waits
+
+
+def test_skipped_devices_are_said_not_scored() -> None:
+    report = Report(lab="optim", submission="optimizer.py", score=1, max_score=1, checks=[
+        CheckResult(id="zero_grad.identity", name="keeps the .grad tensors", function="zero_grad",
+                    kind="identity", device=device, status=status, passed=status == "passed",
+                    score=points, max_score=points, message=message)
+        for device, status, points, message in (("cpu", "passed", 1, ""),
+                                                ("cuda", "skipped", 0, "no CUDA device"))],
+        grader_version="0", torch_version="0", elapsed_s=0.1)
+    results = results_json(report)
+    jsonschema.validate(results, SCHEMA)
+    (skipped,) = [t for t in results["tests"] if "skipped" in t.get("tags", [])]
+    assert "cuda" in skipped["name"] and "1 checks for cuda" in skipped["output"]
+    assert "score" not in skipped and len(scored(results)) == 1
+
+
+def test_what_the_submission_wrote_cannot_format_the_page() -> None:
+    hostile = "*bold* <script>alert(1)</script> [link](http://x) `tick`"
+    report = Report(lab="optim", submission="optimizer.py", score=0, max_score=1, checks=[
+        CheckResult(id="sgd_step.values", name="updates the values", function="sgd_step",
+                    kind="numerics", device="cpu", status="failed", passed=False, score=0,
+                    max_score=1,
+                    message=hostile, expected="a `b` c", got="<b>x</b>", hint="use *add_*")],
+        grader_version="0", torch_version="0", elapsed_s=0.1)
+    (test,) = scored(results_json(report))
+    message, expected, got, hint = test["output"].split("\n\n")
+    assert "<script>" not in message and "&lt;script&gt;" in message
+    assert "\\*bold\\*" in message and "\\[link\\]" in message and "\\`tick\\`" in message
+    assert expected.endswith("``a `b` c``")  # a longer fence than the backtick inside
+    assert got.endswith("`<b>x</b>`")  # a code span shows HTML as text, unescaped
+    assert hint.endswith("use \\*add\\_\\*")
+

@@ -13,14 +13,15 @@ multiplied by the smallest of 2, 4, 10 or 100 that makes them whole; each test s
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable, Mapping
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from grader.hidden import student_view
 from grader.models import Report
+from grader.platforms.classroom50.identity import SCHEMA, identity
+from grader.views import STUDENT, View
 
-SCHEMA = "classroom50/result/v1"
 SCALES = (1, 2, 4, 10, 100)
 
 
@@ -33,31 +34,13 @@ def points_scale(points: Iterable[float]) -> int:
     return SCALES[-1]
 
 
-def _identity(env: Mapping[str, str]) -> dict[str, Any]:
-    """The submission's identity from the runner's environment; placeholders for a local
-    run, so the file still validates."""
-    commit = env.get("COMMIT_URL") or "local"
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return {
-        "classroom": env.get("CLASSROOM") or "local",
-        "assignment": env.get("ASSIGNMENT") or "local",
-        "assignment_type": env.get("ASSIGNMENT_TYPE") or "individual",
-        "owner": env.get("OWNER") or env.get("USERNAME") or "local",
-        "submission": env.get("SUBMISSION_TAG") or "submit/local",
-        "commit": commit,
-        "release": env.get("RELEASE_URL") or commit,
-        "review": env.get("REVIEW_URL") or commit,
-        "datetime": now,
-    }
-
-
-def result_json(report: Report, *, env: Mapping[str, str], release: bool = False
+def result_json(report: Report, *, env: Mapping[str, str], view: View = STUDENT
                 ) -> dict[str, Any]:
     """result.json for one submission. Classroom 50 shows results to students: hidden checks
     are left out unless released (and its bundle is public: see docs/classroom50.md)."""
-    view = student_view(report, release=release).report
-    checks = [c for c in view.checks if c.status != "skipped"]
-    scale = points_scale([c.max_score for c in checks] + [view.max_score])
+    shown = view.of(report).report
+    checks = [c for c in shown.checks if c.status != "skipped"]
+    scale = points_scale([c.max_score for c in checks] + [shown.max_score])
     tests = [{
         "test-name": f"{c.name} [{c.device}]",
         "passed": c.status == "passed",
@@ -76,14 +59,22 @@ def result_json(report: Report, *, env: Mapping[str, str], release: bool = False
                          "got": failed.got, "hint": failed.hint, "check": "import"})
     if report.error:  # one failed test carries the reason and the points it could have had
         tests = [{"test-name": "grading", "passed": False, "score": 0,
-                  "max-score": round(view.max_score * scale), "message": report.error}]
+                  "max-score": round(shown.max_score * scale), "message": report.error}]
     if scale != 1:
         for test in tests:
             test["points-scale"] = scale  # the top level admits only the schema's own keys
     return {
         "schema": SCHEMA,
-        **_identity(env),
+        **identity(env),
         "score": sum(t["score"] for t in tests),
         "max-score": sum(t["max-score"] for t in tests),
         "tests": tests,
     }
+
+
+def render(reports: Sequence[Report], *, view: View = STUDENT, lang: str = "en") -> str:
+    """result.json for one report, its identity from this process's environment (the
+    runner's, when Classroom 50 runs it). The report's messages are already in its language."""
+    del lang
+    (report,) = reports
+    return json.dumps(result_json(report, env=os.environ, view=view), indent=2) + "\n"

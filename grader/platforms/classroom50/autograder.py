@@ -16,9 +16,10 @@ from importlib import resources
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.exporters.classroom50 import result_json
 from grader.exporters.text import feedback_text
 from grader.models import Limits, Report
+from grader.platforms.classroom50.identity import IDENTITY_MODULE
+from grader.platforms.classroom50.result import result_json
 
 RESULT = "result.json"
 RELEASE_BODY = "release-body.md"
@@ -34,19 +35,10 @@ def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
     """Grade the checkout into result.json and release-body.md; never raises for the
     submission's sake."""
     from grader.batch import write_atomically
-    from grader.engine import CheckOptions, check_submission, error_report
-    from grader.labs import LAB_FILES
-    from grader.submission import SubmissionError, find_upload
+    from grader.engine import CheckOptions, grade_upload
 
     options = CheckOptions(device="auto", lang=lang, limits=limits or Limits())
-    try:
-        path = find_upload(checkout, LAB_FILES[lab], lang=lang)
-        report = check_submission(path, lab=lab, options=options)
-    except SubmissionError as exc:
-        report = error_report(lab=lab, submission=str(checkout), error=str(exc), options=options)
-    except Exception as exc:  # the grader's own failure: still a result, with the reason
-        report = error_report(lab=lab, submission=str(checkout), options=options,
-                              error=f"internal error of the grader ({type(exc).__name__}: {exc})")
+    report = grade_upload(checkout, lab=lab, options=options)
     write_atomically(checkout / RESULT, json.dumps(result_json(report, env=env), indent=2) + "\n")
     body = feedback_text(report, lang=lang)
     if len(body) > RELEASE_LIMIT:
@@ -56,15 +48,18 @@ def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
 
 
 def init(*, lab: str, out: Path, project: Path, torch_version: str) -> list[Path]:
-    """autograder.py and the grader's wheel, for CLASSROOM/autograders/ASSIGNMENT/."""
+    """autograder.py, its identity module and the grader's wheel, for
+    CLASSROOM/autograders/ASSIGNMENT/."""
     if not (project / "pyproject.toml").is_file():
         raise Classroom50Error(f"{project}: not an inplace-grader checkout (no pyproject.toml); "
                                "run from the project folder or pass --root")
     out.mkdir(parents=True, exist_ok=True)
-    template = resources.files("grader.templates").joinpath("classroom50")
-    script = template.joinpath("autograder.py").read_text()
+    here = resources.files("grader.platforms.classroom50")
+    script = here.joinpath("templates").joinpath("autograder.py").read_text()
     autograder = out / "autograder.py"
     autograder.write_text(script.replace("@LAB@", lab).replace("@TORCH_VERSION@", torch_version))
+    identity = out / IDENTITY_MODULE  # what the script's own fallback writes its result with
+    identity.write_text(here.joinpath("identity.py").read_text())
     for old in out.glob("inplace_grader-*.whl"):
         old.unlink()
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
@@ -73,4 +68,4 @@ def init(*, lab: str, out: Path, project: Path, torch_version: str) -> list[Path
     if built.returncode != 0:
         last = (built.stderr.strip().splitlines() or ["pip failed"])[-1]
         raise Classroom50Error(f"could not build the grader's wheel: {last}")
-    return [autograder, *sorted(out.glob("inplace_grader-*.whl"))]
+    return [autograder, identity, *sorted(out.glob("inplace_grader-*.whl"))]

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader import feedback
 from grader.errors import UsageError
-from grader.exporters.gradescope import Visibility, failure_results, results_json
 from grader.models import Limits
+from grader.platforms.gradescope.results import Visibility, failure_results, results_json
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,7 +69,8 @@ def check_checkout(project: Path) -> None:
 
 
 def _script(name: str, torch_version: str) -> str:
-    text = resources.files("grader.templates").joinpath("gradescope").joinpath(name).read_text()
+    templates = resources.files("grader.platforms.gradescope").joinpath("templates")
+    text = templates.joinpath(name).read_text()
     return text.replace("@TORCH_VERSION@", torch_version)
 
 
@@ -111,10 +112,10 @@ def run(root: Path, config_path: Path) -> Path:
     """Grade `root/submission` into `root/results/results.json`; never raises for the
     submission's or the configuration's sake."""
     from grader.batch import write_atomically
-    from grader.engine import CheckOptions, UsageError, check_submission, error_report
+    from grader.engine import CheckOptions, UsageError, grade_upload
     from grader.hidden import HiddenFileError, load_hidden_file, released
     from grader.labs import LAB_FILES, UnknownLabError
-    from grader.submission import SubmissionError, find_upload
+    from grader.views import View
 
     results = root / "results" / "results.json"
     lang = "en"
@@ -127,14 +128,9 @@ def run(root: Path, config_path: Path) -> Path:
             raise UnknownLabError(f"unknown lab {config.lab!r}")
         limits = Limits(timeout_s=config.timeout_s, memory_bytes=config.memory_mib * 1024**2)
         options = CheckOptions(device="auto", lang=lang, limits=limits, hidden=hidden)
-        try:
-            path = find_upload(root / "submission", LAB_FILES[config.lab], lang=lang)
-            report = check_submission(path, lab=config.lab, options=options)
-        except SubmissionError as exc:  # score 0 out of the assignment's points, with why
-            report = error_report(lab=config.lab, submission=str(root / "submission"),
-                                  error=str(exc), options=options)
+        report = grade_upload(root / "submission", lab=config.lab, options=options)
         data = results_json(report, lang=lang, hidden_visibility=config.hidden_visibility,
-                            release=released(hidden))
+                            view=View(release=released(hidden)))
     except (GradescopeError, HiddenFileError, UsageError, UnknownLabError) as exc:
         data = failure_results(feedback.ui("autograder_misconfigured", lang, error=exc))
     except Exception as exc:  # the grader's own failure: still a result, with the reason

@@ -1,1 +1,0 @@
-"""Files the platform integrations install: scripts and workflow templates."""
