@@ -108,6 +108,14 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     summary = (out / "summary.txt").read_text()
     assert "graded: 4 (1 did not import)" in summary  # carol, counted apart
     assert "sgd_step." not in summary  # bob's mistakes are his alone
+    # The class report page is written beside them, every student named in its table, and
+    # `inplace-grader report` rebuilds it from the reports in another language.
+    page = (out / "report.html").read_text()
+    assert all(f"<td>{student}</td>" in page for student in book), "a row per student"
+    rebuilt = subprocess.run([sys.executable, "-m", "grader", "report", str(out), "--lang", "ko"],
+                             capture_output=True, text=True, timeout=120)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert '<html lang="ko">' in (out / "report.html").read_text()
 
 
 def test_an_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:

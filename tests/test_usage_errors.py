@@ -43,6 +43,7 @@ def _bad_inputs(folder: Path) -> dict[str, list[str]]:
         "unknown option": ["check", str(SOLUTION), "--lb", "optim"],
         "bad choice": ["check", str(SOLUTION), "--device", "gpu"],
         "unknown command": ["chek", str(SOLUTION)],
+        "report of a folder grade did not write": ["report", str(folder / "class")],
     }
 
 

@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 
 from grader.models import CheckResult, Report
+from grader.platforms.classroom50.identity import IDENTITY_MODULE
 from grader.platforms.classroom50.result import points_scale, result_json
 from grader.views import View
 from tests.conftest import ROOT, SOLUTION
@@ -67,6 +68,23 @@ def test_init_writes_the_autograder_and_the_wheel(bundle: Path) -> None:
     text = (bundle / "autograder.py").read_text()
     assert 'LAB = "optim"' in text and 'TORCH = "2.' in text
     assert "@LAB@" not in text and "@TORCH_VERSION@" not in text
+
+
+def test_an_install_that_fails_still_leaves_a_valid_result(bundle: Path, tmp_path: Path) -> None:
+    """The bundle's own fallback writes result.json with the identity module init put beside
+    it (the grader's own definition): no grader needed."""
+    assert (bundle / IDENTITY_MODULE).is_file()
+    script = str(bundle / "autograder.py")
+    fallback = ("import importlib.util, sys\n"
+                f"spec = importlib.util.spec_from_file_location('ag', {script!r})\n"
+                "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+                "module.setup_failed('no network')\n")
+    run = subprocess.run([sys.executable, "-I", "-S", "-c", fallback], cwd=tmp_path,
+                         env={**os.environ, **ENV}, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    result = valid(json.loads((tmp_path / "result.json").read_text()))
+    assert result["owner"] == "alice" and result["commit"] == ENV["COMMIT_URL"]
+    assert "could not be installed: no network" in result["tests"][0]["message"]
 
 
 def test_a_correct_checkout_gets_every_point(bundle: Path, tmp_path: Path) -> None:
