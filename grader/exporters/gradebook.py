@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from grader.exporters.spreadsheet import safe_row
+from grader.labs import get_lab
+from grader.models import Report
 from grader.summary import Standing
+from grader.views import STAFF, View
 
 FIXED_COLUMNS = ["student", "score", "max_score", "percent", "status", "error"]
 
@@ -34,3 +37,15 @@ def gradebook_csv(standings: Iterable[Standing], *, functions: list[str]) -> str
             row += [f"{score:g}", f"{possible:g}"]
         writer.writerow(safe_row(row))
     return buffer.getvalue()
+
+
+def render(reports: Sequence[Report], *, view: View = STAFF, lang: str = "en") -> str:
+    """The gradebook of these reports (one lab's), in the exporters' interface; the language
+    is the reports' own (a status and an error are data)."""
+    del lang
+    labs = {report.lab for report in reports}
+    if len(labs) > 1:
+        raise ValueError(f"a gradebook is of one lab, not {sorted(labs)}")
+    functions = list(get_lab(labs.pop()).functions) if labs else []
+    return gradebook_csv([view.gradebook_standing(report) for report in reports],
+                         functions=functions)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
@@ -39,6 +39,7 @@ from grader.summary import (
     standing,
     summarize,
 )
+from grader.views import STAFF, View
 
 REPORT_FILE = "report.html"
 TOP_MISTAKES = 20  # groups shown: the class's story, not every student's
@@ -223,6 +224,16 @@ def class_report_html(reports: list[Report], *, lab: str, lang: str = "en") -> s
         problems=[e.standing for e in entries if e.standing.status != GRADED],
         flagged=[e.standing for e in entries if e.standing.integrity],
         protections=protections(reports), options=grading_options(reports, lang))
+
+
+def render(reports: Sequence[Report], *, view: View = STAFF, lang: str = "en") -> str:
+    """The page in the exporters' interface: meant for staff; a student's view of the same
+    class leaves out what that view withholds. The lab is the reports' own."""
+    labs = {report.lab for report in reports}
+    if len(labs) != 1:
+        raise ValueError(f"a class report is of one lab, not {sorted(labs) or 'none'}")
+    return class_report_html([view.of(report).report for report in reports], lab=labs.pop(),
+                             lang=lang)
 
 
 def write_class_report(out: Path, *, lab: str, lang: str = "en") -> Path:
