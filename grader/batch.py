@@ -270,7 +270,8 @@ def write_class_files(options: BatchOptions, standings: list[Standing]) -> Class
          "most_failed": [vars(f) for f in summary.most_failed],
          "flagged": [{"student": student, "findings": findings}
                      for student, findings in summary.flagged]}, indent=2))
-    write_class_report(options.out, lab=options.lab, lang=options.check.lang)
+    write_class_report(options.out, lab=options.lab, lang=options.check.lang,
+                       students=[s.student for s in standings])
     return summary
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
 from typing import Any, get_args
@@ -26,7 +26,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from grader import __version__, feedback
-from grader.batch import load_reports, mixed_labs, write_atomically
+from grader.batch import iter_reports, mixed_labs, write_atomically
 from grader.errors import UsageError
 from grader.models import CheckKind, CheckResult, Report
 from grader.summary import (
@@ -78,14 +78,6 @@ class HiddenResult:
     failed: int
 
 
-@dataclass(frozen=True)
-class Graded:
-    """A report with its standing (status, percent, error), computed once."""
-
-    report: Report
-    standing: Standing
-
-
 def text(key: str, lang: str, **params: Any) -> str:
     """One string of the page, from the catalog's [report] section."""
     return feedback.fill(feedback.catalog(lang)["report"][key], params, lang)
@@ -120,110 +112,144 @@ def base_id(check_id: str) -> str:
     return check_id.partition("@")[0]
 
 
-def graded_files(entries: Iterable[Graded]) -> list[Graded]:
-    """The reports whose checks say something about the code: a file that did not import fails
-    every row alike, and one that was not gradable has nothing to say (both listed apart)."""
-    return [entry for entry in entries if entry.standing.status == GRADED]
+@dataclass
+class _Group:
+    """One mistake while the class is tallied: who made it, what it cost, one example."""
 
+    students: set[int] = field(default_factory=set)
+    points_lost: float = 0.0
+    example: CheckResult | None = None
+    example_of: Report | None = None
+    hidden_only: bool = True
 
-def mistakes(entries: Iterable[Graded], *, top: int = TOP_MISTAKES) -> list[Mistake]:
-    """Failed checks grouped by check id and masked message, ranked by students affected, then
-    by points lost (as the class summary ranks its most failed checks)."""
-    groups: dict[tuple[str, str], list[tuple[int, Report, CheckResult]]] = defaultdict(list)
-    for index, entry in enumerate(entries):  # an index: ids may be empty outside a batch
-        for check in entry.report.checks:
-            if check.status == "failed":
-                groups[base_id(check.id), masked(check.message)].append(
-                    (index, entry.report, check))
-    found = []
-    for (check_id, _), members in groups.items():
+    def add(self, index: int, report: Report, check: CheckResult) -> None:
+        self.students.add(index)
+        self.points_lost += check.max_score - check.score
         # A visible check names the mistake without a hidden case's name in it.
-        _, report, first = next((m for m in members if not m[2].hidden), members[0])
-        found.append(Mistake(
-            check_id=check_id, name=first.name, kind=first.kind,
-            students=len({index for index, _, _ in members}),
-            points_lost=sum(c.max_score - c.score for _, _, c in members),
-            example=anonymised(first.message, report), tensor=named_tensor(first),
-            operation=named_operation(first),
-            hidden_only=all(c.hidden for _, _, c in members)))
-    found.sort(key=lambda m: (-m.students, -m.points_lost, m.check_id, m.example))
-    return found[:top]
+        if self.example is None or (self.example.hidden and not check.hidden):
+            self.example, self.example_of = check, report
+        self.hidden_only = self.hidden_only and check.hidden
 
 
-def hidden_results(entries: Iterable[Graded]) -> list[HiddenResult]:
-    """Per hidden check, how many graded files passed and failed it (most failed first)."""
-    passed: Counter[str] = Counter()
-    failed: Counter[str] = Counter()
-    names: dict[str, str] = {}
-    for entry in entries:
-        for check in entry.report.checks:
-            if check.hidden and check.status != "skipped":
-                (passed if check.passed else failed)[check.id] += 1
-                names.setdefault(check.id, check.name)
-    return sorted((HiddenResult(i, names[i], passed[i], failed[i]) for i in names),
-                  key=lambda h: (-h.failed, h.check_id))
+@dataclass
+class ClassTally:
+    """What the page says of a class, gathered one report at a time: a report is read, added
+    and dropped, so the page costs no more memory than the gradebook however large the class
+    (1000 reports held at once cost the grading process 110 MiB)."""
+
+    standings: list[Standing] = field(default_factory=list)
+    groups: dict[tuple[str, str], _Group] = field(default_factory=dict)
+    hidden_passed: Counter[str] = field(default_factory=Counter)
+    hidden_failed: Counter[str] = field(default_factory=Counter)
+    hidden_names: dict[str, str] = field(default_factory=dict)
+    by_function: dict[str, float] = field(default_factory=dict)
+    by_kind: dict[str, float] = field(default_factory=dict)
+    protections: Counter[str] = field(default_factory=Counter)
+    options: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def add(self, report: Report) -> None:
+        score = standing(report)
+        self.standings.append(score)
+        self.protections.update(dict.fromkeys(report.protections, 1))
+        self._add_options(report)
+        if score.status != GRADED:
+            # A file that did not import fails every row alike, and one that was not gradable
+            # has nothing to say: both are listed apart, not counted as mistakes.
+            return
+        index = len(self.standings)  # ids may be empty outside a batch
+        for check in report.checks:
+            if check.status == "skipped":
+                continue
+            lost = check.max_score - check.score if check.status == "failed" else 0.0
+            self.by_function[check.function] = self.by_function.get(check.function, 0.0) + lost
+            self.by_kind[check.kind] = self.by_kind.get(check.kind, 0.0) + lost
+            if check.status == "failed":
+                key = (base_id(check.id), masked(check.message))
+                self.groups.setdefault(key, _Group()).add(index, report, check)
+            if check.hidden:
+                (self.hidden_passed if check.passed else self.hidden_failed)[check.id] += 1
+                self.hidden_names.setdefault(check.id, check.name)
+
+    def _add_options(self, report: Report) -> None:
+        options = self.options
+        options["option_grader"].add(report.grader_version)
+        options["option_torch"].add(report.torch_version)
+        if report.graded_on:
+            options["option_graded_on"].add(report.graded_on)
+        for check in report.checks:
+            key = "option_skipped_devices" if check.status == "skipped" else "option_devices"
+            options[key].add(check.device)
+            case = check.id.partition("@")[2]
+            if case and case != "hidden":
+                options["option_hidden_cases"].add(case)
+            if check.hidden and not case:
+                options["option_withheld"].add(check.id)
+
+    @property
+    def graded(self) -> int:
+        return sum(s.status == GRADED for s in self.standings)
+
+    def mistakes(self, *, top: int = TOP_MISTAKES) -> list[Mistake]:
+        """Failed checks grouped by check id and masked message, ranked by students affected,
+        then by points lost (as the class summary ranks its most failed checks)."""
+        found = [Mistake(check_id=check_id, name=group.example.name, kind=group.example.kind,
+                         students=len(group.students), points_lost=group.points_lost,
+                         example=anonymised(group.example.message, group.example_of),
+                         tensor=named_tensor(group.example),
+                         operation=named_operation(group.example),
+                         hidden_only=group.hidden_only)
+                 for (check_id, _), group in self.groups.items()
+                 if group.example is not None and group.example_of is not None]
+        found.sort(key=lambda m: (-m.students, -m.points_lost, m.check_id, m.example))
+        return found[:top]
+
+    def hidden_results(self) -> list[HiddenResult]:
+        """Per hidden check, how many graded files passed and failed it (most failed first)."""
+        return sorted((HiddenResult(i, name, self.hidden_passed[i], self.hidden_failed[i])
+                       for i, name in self.hidden_names.items()),
+                      key=lambda h: (-h.failed, h.check_id))
+
+    def points_lost(self) -> tuple[dict[str, float], dict[str, float]]:
+        """Points lost per lab function (the order met) and per kind of check (CheckKind's
+        order); every function and kind graded is listed, a zero included."""
+        kinds = {kind: self.by_kind[kind] for kind in get_args(CheckKind) if kind in self.by_kind}
+        return dict(self.by_function), kinds
+
+    def grading_options(self, lang: str) -> list[tuple[str, str]]:
+        """How the reports were graded: versions, devices, hidden cases, where they ran. More
+        than one value on a line means the class was graded under mixed settings."""
+        keys = ("option_grader", "option_torch", "option_devices", "option_skipped_devices",
+                "option_hidden_cases", "option_withheld", "option_graded_on")
+        found = {key: set(self.options.get(key, set())) for key in keys}
+        found["option_graded_on"] = found["option_graded_on"] or {text("here", lang)}
+        return [(text(key, lang), ", ".join(sorted(values)) or "—")
+                for key, values in found.items()]
 
 
-def points_lost(entries: Iterable[Graded]) -> tuple[dict[str, float], dict[str, float]]:
-    """Points lost summed over the class, per lab function (the lab's order) and per kind of
-    check (the CheckKind order); every function and kind graded is listed, a zero included."""
-    by_function: dict[str, float] = {}
-    by_kind: dict[str, float] = {}
-    for entry in entries:
-        for check in entry.report.checks:
-            if check.status != "skipped":
-                lost = check.max_score - check.score if check.status == "failed" else 0.0
-                by_function[check.function] = by_function.get(check.function, 0.0) + lost
-                by_kind[check.kind] = by_kind.get(check.kind, 0.0) + lost
-    kinds = {kind: by_kind[kind] for kind in get_args(CheckKind) if kind in by_kind}
-    return by_function, kinds
-
-
-def protections(reports: list[Report]) -> list[tuple[str, int]]:
-    """Each protection any report was graded under, with how many reports had it (a file
-    that was not gradable never reached the sandbox's later layers)."""
-    counts: Counter[str] = Counter()
+def tally(reports: Iterable[Report]) -> ClassTally:
+    counted = ClassTally()
     for report in reports:
-        counts.update(dict.fromkeys(report.protections, 1))
-    return list(counts.items())
+        counted.add(report)
+    return counted
 
 
-def grading_options(reports: list[Report], lang: str) -> list[tuple[str, str]]:
-    """What the reports record of how they were graded: versions, devices, hidden cases, where
-    they ran. More than one value on a line means the class was graded under mixed settings."""
-    checks = [c for r in reports for c in r.checks]
-    cases = {c.id.partition("@")[2] for c in checks if "@" in c.id} - {"hidden"}
-    withheld = {c.id for c in checks if c.hidden and "@" not in c.id}
-    where = {r.graded_on for r in reports if r.graded_on}
-    values: dict[str, set[str]] = {
-        "option_grader": {r.grader_version for r in reports},
-        "option_torch": {r.torch_version for r in reports},
-        "option_devices": {c.device for c in checks if c.status != "skipped"},
-        "option_skipped_devices": {c.device for c in checks if c.status == "skipped"},
-        "option_hidden_cases": cases,
-        "option_withheld": withheld,
-        "option_graded_on": where or {text("here", lang)},
-    }
-    return [(text(key, lang), ", ".join(sorted(found)) or "—") for key, found in values.items()]
-
-
-def class_report_html(reports: list[Report], *, lab: str, lang: str = "en") -> str:
+def class_report_html(reports: Iterable[Report], *, lab: str, lang: str = "en") -> str:
     """The class report as one HTML page; pure (reports in, text out), so the CLI, a notebook
-    or a test can all call it."""
-    entries = sorted((Graded(r, standing(r)) for r in reports),
-                     key=lambda e: (e.standing.student.casefold(), e.standing.student))
-    summary = summarize([e.standing for e in entries])
-    graded = graded_files(entries)
-    by_function, by_kind = points_lost(graded)
+    or a test can all call it. `reports` may be a generator: each is read once."""
+    counted = tally(reports)
+    students = sorted(counted.standings, key=lambda s: (s.student.casefold(), s.student))
+    summary = summarize(students)
+    by_function, by_kind = counted.points_lost()
     return _environment().get_template("report.html.j2").render(
         lang=lang, lab=lab, version=__version__, t=partial(text, lang=lang),
-        status=_status_words(lang), students=[e.standing for e in entries],
-        graded_count=len(graded), overview=_overview(summary, len(entries), lang),
-        charts=_charts(summary, by_function, by_kind) if graded else {},
-        mistakes=mistakes(graded), hidden=hidden_results(graded),
-        problems=[e.standing for e in entries if e.standing.status != GRADED],
-        flagged=[e.standing for e in entries if e.standing.integrity],
-        protections=protections(reports), options=grading_options(reports, lang))
+        status=_status_words(lang), students=students,
+        graded_count=counted.graded, overview=_overview(summary, len(students), lang),
+        charts=_charts(summary, by_function, by_kind) if counted.graded else {},
+        mistakes=counted.mistakes(), hidden=counted.hidden_results(),
+        problems=[s for s in students if s.status != GRADED],
+        flagged=[s for s in students if s.integrity],
+        protections=list(counted.protections.items()),
+        options=counted.grading_options(lang))
 
 
 def render(reports: Sequence[Report], *, view: View = STAFF, lang: str = "en") -> str:
@@ -236,18 +262,25 @@ def render(reports: Sequence[Report], *, view: View = STAFF, lang: str = "en") -
                              lang=lang)
 
 
-def write_class_report(out: Path, *, lab: str, lang: str = "en") -> Path:
-    """Write OUT/report.html from the reports in OUT/reports (as `grade` wrote them), at once
-    or not at all: a browser open on the old page never reads half a new one."""
+def write_class_report(out: Path, *, lab: str, lang: str = "en",
+                       students: Iterable[str] | None = None) -> Path:
+    """Write OUT/report.html from the reports in OUT/reports (as `grade` wrote them; only
+    those of `students` where given, as the gradebook), at once or not at all: a browser open
+    on the old page never reads half a new one. One report in memory at a time."""
     if not out.is_dir():
         raise UsageError(f"{out}: no such folder; run `inplace-grader grade SUBMISSIONS "
                          f"--lab {lab} --out {out}` first")
-    reports = load_reports(out)
-    labs = {report.lab for report in reports}
-    if labs - {lab}:
-        raise UsageError(mixed_labs(out, labs | {lab}))
+    wanted = None if students is None else set(students)
+
+    def of_this_lab() -> Iterator[Report]:
+        for report in iter_reports(out):
+            if report.lab != lab:  # nothing is written: the page is whole or not at all
+                raise UsageError(mixed_labs(out, {lab, report.lab}))
+            if wanted is None or report.student in wanted:
+                yield report
+
     path = out / REPORT_FILE
-    write_atomically(path, class_report_html(reports, lab=lab, lang=lang))
+    write_atomically(path, class_report_html(of_this_lab(), lab=lab, lang=lang))
     return path
 
 

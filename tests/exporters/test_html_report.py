@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 import html5lib
@@ -205,6 +206,29 @@ def test_written_from_an_out_folder_even_an_empty_one(tmp_path: Path,
         write_class_report(tmp_path, lab="tensor_ops")
     with pytest.raises(UsageError, match="no such folder"):
         write_class_report(tmp_path / "missing", lab="optim")
+
+
+def test_the_page_reads_each_report_once_and_keeps_none(tmp_path: Path,
+                                                       reports: list[Report]) -> None:
+    """A generator of reports gives the same page as a list, each report read exactly once:
+    `grade` streams them from disk, so the page costs no memory per student."""
+    read: list[str] = []
+
+    def one_at_a_time() -> Iterator[Report]:
+        for report in reports:
+            read.append(report.student)
+            yield report
+
+    assert class_report_html(one_at_a_time(), lab="optim") == class_report_html(
+        reports, lab="optim")
+    assert read == [report.student for report in reports]
+    # Only the students asked for (the gradebook's), others in the folder left out.
+    for report in reports:
+        (tmp_path / REPORTS).mkdir(exist_ok=True)
+        (tmp_path / REPORTS / f"{report.student}.json").write_text(report.model_dump_json())
+    kept = reports[0].student
+    page = parse(write_class_report(tmp_path, lab="optim", students=[kept]).read_text())
+    assert [row[0] for row in rows(page, "student-table")] == [kept]
 
 
 # --- in a real browser -------------------------------------------------------------------------
