@@ -8,12 +8,13 @@ Problems are collected per student; the run itself never stops for one submissio
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ from grader.views import View
 
 REPORTS = "reports"
 FEEDBACK = "feedback"
+REPORT_FILE = "report.html"  # the class report page (exporters/html_report.py)
 
 
 @dataclass(frozen=True)
@@ -255,7 +257,6 @@ def _save(report: Report, options: BatchOptions, *, reused: bool) -> None:
 
 def write_class_files(options: BatchOptions, standings: list[Standing]) -> ClassSummary:
     """Gradebook, summary and the class report page, rebuilt from the reports on disk."""
-    from grader.exporters.html_report import write_class_report  # matplotlib: loaded here only
 
     functions = list(get_lab(options.lab).functions)
     write_atomically(options.out / "gradebook.csv",
@@ -273,6 +274,40 @@ def write_class_files(options: BatchOptions, standings: list[Standing]) -> Class
     write_class_report(options.out, lab=options.lab, lang=options.check.lang,
                        students=[s.student for s in standings])
     return summary
+
+
+def write_class_report(out: Path, *, lab: str, lang: str = "en",
+                       students: Iterable[str] | None = None) -> Path:
+    """Write OUT/report.html from the reports in OUT/reports (as `grade` wrote them; only
+    those of `students` where given, as the gradebook), at once or not at all: a browser open
+    on the old page never reads half a new one. One report in memory at a time."""
+    if not out.is_dir():
+        raise UsageError(f"{out}: no such folder; run `inplace-grader grade SUBMISSIONS "
+                         f"--lab {lab} --out {out}` first")
+    wanted = None if students is None else set(students)
+
+    def of_this_lab() -> Iterator[Report]:
+        for report in iter_reports(out):
+            if report.lab != lab:  # nothing is written: the page is whole or not at all
+                raise UsageError(mixed_labs(out, {lab, report.lab}))
+            if wanted is None or report.student in wanted:
+                yield report
+
+    from grader.exporters.html_report import class_report_html  # matplotlib: loaded here only
+
+    path = out / REPORT_FILE
+    write_atomically(path, class_report_html(of_this_lab(), lab=lab, lang=lang))
+    return path
+
+
+def gradebook_students(out: Path) -> list[str] | None:
+    """The students of OUT/gradebook.csv (the last run's class), or None where there is none:
+    `inplace-grader report` shows the class the gradebook shows, not every report on disk."""
+    try:
+        with (out / "gradebook.csv").open(encoding="utf-8", newline="") as handle:
+            return [row["student"] for row in csv.DictReader(handle) if row.get("student")]
+    except (OSError, KeyError, csv.Error):
+        return None
 
 
 def labs_in(out: Path) -> set[str]:

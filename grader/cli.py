@@ -90,6 +90,17 @@ def _load_hidden(path: Path | None):  # -> HiddenFile | None
     return None if path is None else load_hidden_file(path)  # a UsageError: one line
 
 
+def _formatted(report: Any, output_format: str, options: Any) -> str:
+    """One report in a `--format` (grader/formats.py). The JSON report is the whole record;
+    a platform's file is what its students see (hidden results withheld until released)."""
+    from grader.formats import render
+    from grader.hidden import released
+    from grader.views import STAFF, View
+
+    view = STAFF if output_format == "json" else View(release=released(options.hidden))
+    return render(output_format, [report], view=view, lang=options.lang)
+
+
 LANGUAGES = ["en", "ko"]  # the locales in grader/locales
 
 
@@ -170,8 +181,10 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
           hidden_path: Path | None, integrity: str, debug: bool, failed_only: bool) -> None:
     """Grade one submission (a .py file, a folder or a notebook)."""
-    from grader.engine import check_submission
+    from grader.engine import check_submission, error_report
+    from grader.labs import infer_lab_name
     from grader.render import render_text
+    from grader.submission import SubmissionError
 
     options = check_options(device=device, lang=lang, timeout=timeout, memory_mib=memory_mib,
                             rubric_path=rubric_path, hidden=_load_hidden(hidden_path),
@@ -179,6 +192,14 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
     lang = options.lang
     try:
         report = check_submission(submission, lab=lab, options=options)
+    except SubmissionError as exc:  # nothing at that path, or unreadable: one line, exit 2
+        known = lab or infer_lab_name(submission)
+        if output_format != "text" and known is not None:
+            # A pipeline reads its result file whatever happened: the reason, as one.
+            failed = error_report(lab=known, submission=str(submission), error=str(exc),
+                                  options=options)
+            click.echo(_formatted(failed, output_format, options), nl=False)
+        raise
     except UsageError:
         raise  # one line, exit 2 (GraderGroup.main)
     except Exception as exc:  # an internal error: one line unless --debug
@@ -190,13 +211,7 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
     if report.error and output_format == "text":  # nothing to grade: one line, exit 2
         _usage_error(report.error)
     if output_format != "text":
-        from grader.formats import render
-        from grader.hidden import released
-        from grader.views import STAFF, View
-
-        # The JSON report is the whole record; a platform's file is what its students see.
-        view = STAFF if output_format == "json" else View(release=released(options.hidden))
-        click.echo(render(output_format, [report], view=view, lang=lang), nl=False)
+        click.echo(_formatted(report, output_format, options), nl=False)
     else:
         render_text(report, Console(highlight=False), lang=lang, debug=debug,
                     failed_only=failed_only)
@@ -277,8 +292,7 @@ def report(grades_dir: Path, lang: str | None) -> None:
     """Rebuild GRADES_DIR/report.html, the class report page, from the reports that `grade`
     wrote there (for instance in another language)."""
     from grader import feedback
-    from grader.batch import REPORTS, labs_in, mixed_labs
-    from grader.exporters.html_report import write_class_report
+    from grader.batch import REPORTS, gradebook_students, labs_in, mixed_labs, write_class_report
 
     if not (grades_dir / REPORTS).is_dir():
         _usage_error(f"{grades_dir}: no {REPORTS}/ folder; pass the --out folder of "
@@ -287,7 +301,8 @@ def report(grades_dir: Path, lang: str | None) -> None:
     if len(labs) != 1:
         _usage_error(mixed_labs(grades_dir, labs) if labs else
                      f"{grades_dir}: no readable reports in {REPORTS}/")
-    path = write_class_report(grades_dir, lab=labs.pop(), lang=lang or feedback.default_language())
+    path = write_class_report(grades_dir, lab=labs.pop(), lang=lang or feedback.default_language(),
+                              students=gradebook_students(grades_dir))
     click.echo(f"wrote {path}")
 
 

@@ -147,7 +147,7 @@ def check_submission(path: Path, *, lab: str | None = None,
     options = options or CheckOptions()
     started = time.monotonic()
     if not path.exists():
-        raise UsageError(f"{path}: no such file or folder")
+        raise SubmissionError(f"{path}: no such file or folder")
     lab_name = check_lab_name(lab) if lab else infer_lab_name(path)
     if lab_name is None:
         raise UsageError(f"cannot tell the lab from {path.name!r}; pass --lab "

@@ -29,7 +29,7 @@ class Shown:
         return bool(self.withheld_checks or self.withheld_points)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class View:
     """The reader of an output: a student (hidden results withheld until released) or staff."""
 

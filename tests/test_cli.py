@@ -193,3 +193,19 @@ def test_checks_prints_a_header_row() -> None:
     lines = run("checks", "--lab", "optim").stdout.splitlines()
     assert lines[0].split() == ["check", "kind", "points", "graded"]
     assert lines[1].split()[0] == "zero_grad.signature"
+
+
+@pytest.mark.parametrize("output_format", ["gradescope", "github-classroom", "junit", "json"])
+def test_a_missing_file_still_gives_a_pipeline_its_result(tmp_path: Path,
+                                                          output_format: str) -> None:
+    """A CI step or an LMS runner reads the result it asked for whatever happened: a missing
+    file is an error result naming the reason, besides the usual one line and exit 2."""
+    missing = tmp_path / "optimizer.py"
+    result = run("check", str(missing), "--format", output_format)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"inplace-grader: error: {missing}: no such file or folder"
+    assert "no such file or folder" in result.stdout
+    if output_format in ("gradescope", "github-classroom", "json"):
+        printed = json.loads(result.stdout)
+        score = printed.get("score", sum(t.get("score", 0) for t in printed.get("tests", [])))
+        assert score == 0

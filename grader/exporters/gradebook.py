@@ -19,7 +19,7 @@ from grader.exporters.spreadsheet import safe_row
 from grader.labs import get_lab
 from grader.models import Report
 from grader.summary import Standing
-from grader.views import STAFF, View
+from grader.views import View
 
 FIXED_COLUMNS = ["student", "score", "max_score", "percent", "status", "error"]
 
@@ -39,7 +39,7 @@ def gradebook_csv(standings: Iterable[Standing], *, functions: list[str]) -> str
     return buffer.getvalue()
 
 
-def render(reports: Sequence[Report], *, view: View = STAFF, lang: str = "en") -> str:
+def render(reports: Sequence[Report], *, view: View, lang: str) -> str:
     """The gradebook of these reports (one lab's), in the exporters' interface; the language
     is the reports' own (a status and an error are data)."""
     del lang

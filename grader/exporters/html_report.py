@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
@@ -26,8 +26,6 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from grader import __version__, feedback
-from grader.batch import iter_reports, mixed_labs, write_atomically
-from grader.errors import UsageError
 from grader.models import CheckKind, CheckResult, Report
 from grader.summary import (
     BUCKETS,
@@ -39,9 +37,8 @@ from grader.summary import (
     standing,
     summarize,
 )
-from grader.views import STAFF, View
+from grader.views import View
 
-REPORT_FILE = "report.html"
 TOP_MISTAKES = 20  # groups shown: the class's story, not every student's
 STATUS_KEYS = {GRADED: "status_graded", NOT_IMPORTED: "status_not_imported",
                NOT_GRADABLE: "status_not_gradable"}
@@ -90,10 +87,11 @@ def masked(message: str) -> str:
 
 def anonymised(message: str, report: Report) -> str:
     """The message without the student's name or file name (an example shown to the class's
-    instructor should not single anyone out)."""
+    instructor should not single anyone out). Whole words only: a student called `p` leaves
+    `params[0]` as it is."""
     owns = {report.student, Path(report.submission).name} - {""}
     for own in sorted(owns, key=len, reverse=True):  # `dana.py` before `dana`
-        message = message.replace(own, "…")
+        message = re.sub(rf"(?<![\w.]){re.escape(own)}(?![\w])", "…", message)
     return message
 
 
@@ -118,8 +116,7 @@ class _Group:
 
     students: set[int] = field(default_factory=set)
     points_lost: float = 0.0
-    example: CheckResult | None = None
-    example_of: Report | None = None
+    example: CheckResult | None = None  # its message already anonymised: no report is kept
     hidden_only: bool = True
 
     def add(self, index: int, report: Report, check: CheckResult) -> None:
@@ -127,7 +124,8 @@ class _Group:
         self.points_lost += check.max_score - check.score
         # A visible check names the mistake without a hidden case's name in it.
         if self.example is None or (self.example.hidden and not check.hidden):
-            self.example, self.example_of = check, report
+            self.example = check.model_copy(update={
+                "message": anonymised(check.message, report), "expected": "", "hint": ""})
         self.hidden_only = self.hidden_only and check.hidden
 
 
@@ -194,12 +192,12 @@ class ClassTally:
         then by points lost (as the class summary ranks its most failed checks)."""
         found = [Mistake(check_id=check_id, name=group.example.name, kind=group.example.kind,
                          students=len(group.students), points_lost=group.points_lost,
-                         example=anonymised(group.example.message, group.example_of),
+                         example=group.example.message,
                          tensor=named_tensor(group.example),
                          operation=named_operation(group.example),
                          hidden_only=group.hidden_only)
                  for (check_id, _), group in self.groups.items()
-                 if group.example is not None and group.example_of is not None]
+                 if group.example is not None]
         found.sort(key=lambda m: (-m.students, -m.points_lost, m.check_id, m.example))
         return found[:top]
 
@@ -210,8 +208,9 @@ class ClassTally:
                       key=lambda h: (-h.failed, h.check_id))
 
     def points_lost(self) -> tuple[dict[str, float], dict[str, float]]:
-        """Points lost per lab function (the order met) and per kind of check (CheckKind's
-        order); every function and kind graded is listed, a zero included."""
+        """Points lost per lab function (in the order the reports list them: the lab's) and
+        per kind of check (CheckKind's order); every function and kind graded is listed, a
+        zero included."""
         kinds = {kind: self.by_kind[kind] for kind in get_args(CheckKind) if kind in self.by_kind}
         return dict(self.by_function), kinds
 
@@ -252,36 +251,15 @@ def class_report_html(reports: Iterable[Report], *, lab: str, lang: str = "en") 
         options=counted.grading_options(lang))
 
 
-def render(reports: Sequence[Report], *, view: View = STAFF, lang: str = "en") -> str:
-    """The page in the exporters' interface: meant for staff; a student's view of the same
-    class leaves out what that view withholds. The lab is the reports' own."""
+def render(reports: Sequence[Report], *, view: View, lang: str) -> str:
+    """The page in the exporters' interface. It is for course staff only (it names students
+    beside their integrity findings and shows hidden results): no other view has one."""
+    if not view.staff:
+        raise ValueError("the class report is for course staff: render it with grader.views.STAFF")
     labs = {report.lab for report in reports}
     if len(labs) != 1:
         raise ValueError(f"a class report is of one lab, not {sorted(labs) or 'none'}")
-    return class_report_html([view.of(report).report for report in reports], lab=labs.pop(),
-                             lang=lang)
-
-
-def write_class_report(out: Path, *, lab: str, lang: str = "en",
-                       students: Iterable[str] | None = None) -> Path:
-    """Write OUT/report.html from the reports in OUT/reports (as `grade` wrote them; only
-    those of `students` where given, as the gradebook), at once or not at all: a browser open
-    on the old page never reads half a new one. One report in memory at a time."""
-    if not out.is_dir():
-        raise UsageError(f"{out}: no such folder; run `inplace-grader grade SUBMISSIONS "
-                         f"--lab {lab} --out {out}` first")
-    wanted = None if students is None else set(students)
-
-    def of_this_lab() -> Iterator[Report]:
-        for report in iter_reports(out):
-            if report.lab != lab:  # nothing is written: the page is whole or not at all
-                raise UsageError(mixed_labs(out, {lab, report.lab}))
-            if wanted is None or report.student in wanted:
-                yield report
-
-    path = out / REPORT_FILE
-    write_atomically(path, class_report_html(of_this_lab(), lab=lab, lang=lang))
-    return path
+    return class_report_html(reports, lab=labs.pop(), lang=lang)
 
 
 @cache

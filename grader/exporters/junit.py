@@ -37,12 +37,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from grader import feedback
+from grader.exporters.points import points_scale
 from grader.exporters.text import check_details
 from grader.models import CheckResult, Report
 from grader.views import STUDENT, View
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
-SCALES = (1, 2, 4, 10, 100)  # points_as_cases: the parts a point may be cut into
 
 
 @dataclass(frozen=True)
@@ -60,15 +60,6 @@ class _Case:
 
 def _text(value: str) -> str:
     return _NOT_XML.sub("\ufffd", value)
-
-
-def _scale(points: Iterable[float]) -> int:
-    """The smallest part count per point that makes all these points whole (100 at most)."""
-    values = list(points)
-    for scale in SCALES:
-        if all(abs(value * scale - round(value * scale)) < 1e-9 for value in values):
-            return scale
-    return SCALES[-1]
 
 
 def _outcome(check: CheckResult, lang: str, classname: str, name: str,
@@ -124,7 +115,7 @@ def _cases(report: Report, shown: Report, lang: str, *, points_as_cases: bool) -
     if failed is not None:  # the one place that says why; each check says not graded
         cases.append(_Case(report.lab, feedback.ui("import_test", lang, file=failed.file), 0.0,
                            "error", failed.message, "import", check_details(failed, lang)))
-    scale = _scale(value for c in shown.checks for value in (c.score, c.max_score))
+    scale = points_scale(value for c in shown.checks for value in (c.score, c.max_score))
     for check in shown.checks:
         classname = f"{report.lab}.{check.function}"
         cases += (_point_cases(check, classname, scale, lang) if points_as_cases
@@ -177,6 +168,6 @@ def junit_xml(reports: Iterable[Report], *, view: View = STUDENT, lang: str = "e
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def render(reports: Sequence[Report], *, view: View = STUDENT, lang: str = "en") -> str:
+def render(reports: Sequence[Report], *, view: View, lang: str) -> str:
     """The JUnit XML of these reports (`check --format junit`): one case per check, weighted."""
     return junit_xml(reports, view=view, lang=lang)

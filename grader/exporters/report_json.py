@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from grader.models import Report
-from grader.views import STAFF, View
+from grader.views import View
 
 
-def render(reports: Sequence[Report], *, view: View = STAFF, lang: str = "en") -> str:
+def render(reports: Sequence[Report], *, view: View, lang: str) -> str:
     """One report as one JSON object (a class: one object per line), as `view` may see it.
     The report is language-neutral data: `lang` went into its messages when it was graded."""
     del lang

@@ -67,6 +67,6 @@ def feedback_text(full_report: Report, *, lang: str, view: View = STUDENT) -> st
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render(reports: Sequence[Report], *, view: View = STUDENT, lang: str = "en") -> str:
+def render(reports: Sequence[Report], *, view: View, lang: str) -> str:
     """Feedback files, one after another."""
     return "\n".join(feedback_text(report, lang=lang, view=view) for report in reports)

@@ -16,14 +16,13 @@ import pytest
 from PIL import Image
 
 from grader import feedback
-from grader.batch import REPORTS
+from grader.batch import REPORTS, write_class_report
 from grader.engine import CheckOptions, check_submission
 from grader.errors import UsageError
 from grader.exporters.html_report import (
     anonymised,
     class_report_html,
     masked,
-    write_class_report,
 )
 from grader.hidden import load_hidden_file
 from grader.models import Report
@@ -176,6 +175,10 @@ def test_a_mistake_groups_by_its_words_without_the_students_values() -> None:
                     max_score=1, checks=[], grader_version="1", torch_version="2",
                     elapsed_s=0)
     assert anonymised("dana.py: dana's `p` was replaced", report) == "…: …'s `p` was replaced"
+    # Whole words only: a student named `p` leaves the tensors' names alone.
+    p = report.model_copy(update={"student": "p", "submission": "/class/p.py"})
+    assert anonymised("sgd_step: `params[0]` was replaced; p.py says p", p) == (
+        "sgd_step: `params[0]` was replaced; … says …")
 
 
 def test_korean_comes_from_the_catalog(reports: list[Report]) -> None:

@@ -16,6 +16,7 @@ from tests.conftest import ROOT
 
 NEUTRAL = ["grader.exporters.text", "grader.exporters.report_json", "grader.exporters.junit",
            "grader.exporters.gradebook", "grader.exporters.html_report"]
+STAFF_ONLY = ["grader.exporters.html_report"]
 # The formats that leave a withheld check out of the student's copy. Gradescope keeps it and
 # gives it the instructor's visibility instead (tests/platforms/test_gradescope.py).
 LEAVE_OUT = ["grader.exporters.text", "grader.exporters.report_json", "grader.exporters.junit",
@@ -38,7 +39,12 @@ def test_each_format_renders_reports_for_a_view_in_a_language(module: str,
                                                               report: Report) -> None:
     render = importlib.import_module(module).render
     assert list(inspect.signature(render).parameters) == ["reports", "view", "lang"]
-    for view in (STUDENT, STAFF):
+    views = (STUDENT, STAFF)
+    if module in STAFF_ONLY:  # a page that names students beside their findings
+        with pytest.raises(ValueError, match="course staff"):
+            render([report], view=STUDENT, lang="en")
+        views = (STAFF,)
+    for view in views:
         for lang in ("en", "ko"):
             text = render([report], view=view, lang=lang)
             assert isinstance(text, str) and text.strip(), (module, view, lang)
@@ -54,5 +60,11 @@ def test_a_student_sees_a_hidden_check_only_once_released(module: str, report: R
 
 
 def test_the_check_command_offers_every_named_format() -> None:
-    for name in FORMATS:
-        assert callable(renderer(name))
+    """`check --format` lists exactly the text report and the registry's formats, and each
+    name leads to a module's render."""
+    from grader.cli import check
+
+    (option,) = [p for p in check.params if p.name == "output_format"]
+    assert list(option.type.choices) == ["text", *FORMATS]
+    assert all(renderer(name) is importlib.import_module(FORMATS[name]).render
+               for name in FORMATS)

@@ -20,7 +20,7 @@ import torch
 from grader.engine import CheckOptions, check_submission
 from grader.hidden import load_hidden_file
 from grader.models import CheckResult, Report
-from grader.platforms.github_classroom.result import encoded, render, result_json
+from grader.platforms.github_classroom.result import render, result_json
 from grader.sandbox import Sandbox
 from grader.views import STAFF, STUDENT, View
 from tests.conftest import ROOT, SOLUTION
@@ -30,6 +30,11 @@ KNOWN = ROOT / "tests" / "submissions" / "optim"
 DOCS = ROOT / "docs" / "github-classroom.md"
 REPORTS = ["solution", "buggy", "hidden", "import", "empty"]
 
+
+def encoded(report: Report, *, view: View = STUDENT, lang: str = "en") -> str:
+    """What the workflow's step writes as its `result` output (docs/github-classroom.md:
+    `... | base64 -w0`): base64 of the JSON `check` prints."""
+    return base64.b64encode(render([report], view=view, lang=lang).encode("utf-8")).decode()
 
 def reporter_points(runners: str, env: Mapping[str, str]) -> tuple[float, float]:
     """The "Points X/Y" the reporter posts, computed as its source does.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -96,7 +97,7 @@ def test_a_correct_submission_gets_every_point(autograder: Path, tmp_path: Path)
     assert results["visibility"] == "after_published"
     assert results["output_format"] == results["test_output_format"] == "md"
     informational = [t for t in results["tests"] if "max_score" not in t]
-    assert all("score" not in t and "status" not in t for t in informational)
+    assert all("score" not in t and t["status"] == "passed" for t in informational)
     protections = [t for t in informational if t["tags"] == ["sandbox"]]
     assert protections and "- separate process" in protections[0]["output"]
 
@@ -195,18 +196,26 @@ def test_skipped_devices_are_said_not_scored() -> None:
 
 
 def test_what_the_submission_wrote_cannot_format_the_page() -> None:
-    hostile = "*bold* <script>alert(1)</script> [link](http://x) `tick`"
+    """Rendered by a real markdown renderer (mistune, with its URL autolinks on): a student's
+    text stays text, whatever markdown, HTML, links or line starts it holds."""
+    mistune = pytest.importorskip("mistune")
+    render = mistune.create_markdown(plugins=["url", "strikethrough", "table"])
+    hostile = ("*bold* <script>alert(1)</script> [link](http://x) ![i](http://x/i.png) "
+               "https://evil.example/claim www.evil.example ~~gone~~ `tick`\n===\n- item")
     report = Report(lab="optim", submission="optimizer.py", score=0, max_score=1, checks=[
         CheckResult(id="sgd_step.values", name="updates the values", function="sgd_step",
                     kind="numerics", device="cpu", status="failed", passed=False, score=0,
-                    max_score=1,
-                    message=hostile, expected="a `b` c", got="<b>x</b>", hint="use *add_*")],
+                    max_score=1, message=hostile, expected="a `b` c", got="<b>x</b>",
+                    hint="1. use *add_*")],
         grader_version="0", torch_version="0", elapsed_s=0.1)
     (test,) = scored(results_json(report))
-    message, expected, got, hint = test["output"].split("\n\n")
-    assert "<script>" not in message and "&lt;script&gt;" in message
-    assert "\\*bold\\*" in message and "\\[link\\]" in message and "\\`tick\\`" in message
-    assert expected.endswith("``a `b` c``")  # a longer fence than the backtick inside
-    assert got.endswith("`<b>x</b>`")  # a code span shows HTML as text, unescaped
-    assert hint.endswith("use \\*add\\_\\*")
-
+    html = render(test["output"])
+    for tag in ("<a ", "<img", "<script", "<em>", "<del>", "<h1", "<ul", "<ol", "<b>"):
+        assert tag not in html, tag
+    message, expected, got, hint = re.findall(r"<p>(.*?)</p>", html, re.S)  # one paragraph each
+    assert set(re.findall(r"</?(\w+)", message)) == {"code"}  # only the URLs, as code
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in message  # shown, as text
+    assert "<code>https://evil.example/claim</code>" in message  # never a link
+    assert expected.endswith("<code>a `b` c</code>") and got.endswith(
+        "<code>&lt;b&gt;x&lt;/b&gt;</code>")
+    assert hint == "<strong>hint:</strong> 1. use *add_*"  # our label; their text as is

@@ -18,7 +18,7 @@ from pathlib import Path
 from grader.errors import UsageError
 from grader.exporters.text import feedback_text
 from grader.models import Limits, Report
-from grader.platforms.classroom50.identity import IDENTITY_MODULE
+from grader.platforms.classroom50.identity import bundled_source
 from grader.platforms.classroom50.result import result_json
 
 RESULT = "result.json"
@@ -35,10 +35,13 @@ def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
     """Grade the checkout into result.json and release-body.md; never raises for the
     submission's sake."""
     from grader.batch import write_atomically
-    from grader.engine import CheckOptions, grade_upload
+    from grader.engine import CheckOptions, error_report, grade_upload
 
     options = CheckOptions(device="auto", lang=lang, limits=limits or Limits())
-    report = grade_upload(checkout, lab=lab, options=options)
+    try:
+        report = grade_upload(checkout, lab=lab, options=options)
+    except UsageError as exc:  # this machine's (no uid slot free): still a result, with why
+        report = error_report(lab=lab, submission=str(checkout), error=str(exc), options=options)
     write_atomically(checkout / RESULT, json.dumps(result_json(report, env=env), indent=2) + "\n")
     body = feedback_text(report, lang=lang)
     if len(body) > RELEASE_LIMIT:
@@ -48,8 +51,7 @@ def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
 
 
 def init(*, lab: str, out: Path, project: Path, torch_version: str) -> list[Path]:
-    """autograder.py, its identity module and the grader's wheel, for
-    CLASSROOM/autograders/ASSIGNMENT/."""
+    """autograder.py and the grader's wheel, for CLASSROOM/autograders/ASSIGNMENT/."""
     if not (project / "pyproject.toml").is_file():
         raise Classroom50Error(f"{project}: not an inplace-grader checkout (no pyproject.toml); "
                                "run from the project folder or pass --root")
@@ -57,9 +59,8 @@ def init(*, lab: str, out: Path, project: Path, torch_version: str) -> list[Path
     here = resources.files("grader.platforms.classroom50")
     script = here.joinpath("templates").joinpath("autograder.py").read_text()
     autograder = out / "autograder.py"
-    autograder.write_text(script.replace("@LAB@", lab).replace("@TORCH_VERSION@", torch_version))
-    identity = out / IDENTITY_MODULE  # what the script's own fallback writes its result with
-    identity.write_text(here.joinpath("identity.py").read_text())
+    autograder.write_text(script.replace("@LAB@", lab).replace("@TORCH_VERSION@", torch_version)
+                          .replace("# @IDENTITY@", bundled_source()))
     for old in out.glob("inplace_grader-*.whl"):
         old.unlink()
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
@@ -68,4 +69,4 @@ def init(*, lab: str, out: Path, project: Path, torch_version: str) -> list[Path
     if built.returncode != 0:
         last = (built.stderr.strip().splitlines() or ["pip failed"])[-1]
         raise Classroom50Error(f"could not build the grader's wheel: {last}")
-    return [autograder, identity, *sorted(out.glob("inplace_grader-*.whl"))]
+    return [autograder, *sorted(out.glob("inplace_grader-*.whl"))]

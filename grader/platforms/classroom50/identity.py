@@ -1,7 +1,7 @@
 """The submission's identity in a Classroom 50 `result.json`, read from the runner's environment.
 
-Standard library only: `init` copies this file beside the bundle's autograder.py (as
-IDENTITY_MODULE), whose fallback writes a valid result.json with it when even installing the
+Standard library only: `init` pastes this module into the bundle's autograder.py
+(bundled_source), whose fallback writes a valid result.json with it when even installing the
 grader failed. So the grader's result and that fallback share one definition.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
 SCHEMA = "classroom50/result/v1"
-IDENTITY_MODULE = "classroom50_identity.py"  # its name in the bundle
 
 
 def identity(env: Mapping[str, str]) -> dict[str, Any]:
@@ -36,3 +36,10 @@ def setup_failed_result(env: Mapping[str, str], reason: str) -> dict[str, Any]:
     return {"schema": SCHEMA, **identity(env), "score": 0, "max-score": 0,
             "tests": [{"test-name": "setup", "passed": False, "score": 0, "max-score": 0,
                        "message": f"the autograder could not be installed: {reason}"}]}
+
+
+def bundled_source() -> str:
+    """This module's code as `init` pastes it into autograder.py: what follows its
+    `from __future__` line (a statement only a file's start may hold)."""
+    source = resources.files(__package__).joinpath("identity.py").read_text(encoding="utf-8")
+    return source.split("from __future__ import annotations\n", 1)[1].strip() + "\n"

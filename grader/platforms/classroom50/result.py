@@ -15,23 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from grader.exporters.points import points_scale
 from grader.models import Report
 from grader.platforms.classroom50.identity import SCHEMA, identity
 from grader.views import STUDENT, View
-
-SCALES = (1, 2, 4, 10, 100)
-
-
-def points_scale(points: Iterable[float]) -> int:
-    """The smallest scale that makes all these points whole (100 at most)."""
-    values = list(points)
-    for scale in SCALES:
-        if all(abs(value * scale - round(value * scale)) < 1e-9 for value in values):
-            return scale
-    return SCALES[-1]
 
 
 def result_json(report: Report, *, env: Mapping[str, str], view: View = STUDENT
@@ -72,7 +62,7 @@ def result_json(report: Report, *, env: Mapping[str, str], view: View = STUDENT
     }
 
 
-def render(reports: Sequence[Report], *, view: View = STUDENT, lang: str = "en") -> str:
+def render(reports: Sequence[Report], *, view: View, lang: str) -> str:
     """result.json for one report, its identity from this process's environment (the
     runner's, when Classroom 50 runs it). The report's messages are already in its language."""
     del lang

@@ -32,7 +32,6 @@ when checks fail (exit code 1), so that the reporter still runs and fails the jo
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Sequence
 from pathlib import PurePath
@@ -102,13 +101,7 @@ def result_json(report: Report, *, view: View = STUDENT, lang: str = "en") -> di
             "max_score": _points(shown.max_score), "tests": tests}
 
 
-def encoded(report: Report, *, view: View = STUDENT, lang: str = "en") -> str:
-    """The step's `result` output: base64 of the compact JSON, which the reporter decodes."""
-    text = json.dumps(result_json(report, view=view, lang=lang), separators=(",", ":"))
-    return base64.b64encode(text.encode("utf-8")).decode("ascii")
-
-
-def render(reports: Sequence[Report], *, view: View = STUDENT, lang: str = "en") -> str:
+def render(reports: Sequence[Report], *, view: View, lang: str) -> str:
     """The result of exactly one report as JSON text (`check --format github-classroom`); the
     workflow base64-encodes it into the step's output."""
     (report,) = reports

@@ -3,15 +3,17 @@
 Gradescope's documented fields (gradescope-autograders.readthedocs.io, "specs"): a top-level
 `score`, `execution_time`, `output`, `output_format`, `visibility` and `tests[]`, each test with
 `name`, `score`, `max_score`, `status`, `output`, `visibility`, `tags` and `number`; a test's
-own `visibility` overrides the top-level one, and a test with neither score nor status is
-informational (shown, worth nothing).
+own `visibility` overrides the top-level one, and a test without score information is
+informational (shown with its status, worth nothing).
 
 - A check becomes a test, its output markdown (`output_format: "md"`): the message, then what
   was expected and what the code did in code spans, the hint on a line of its own. Everything
   that came from the submission is escaped, so a student's text cannot format the page.
 - Hidden checks get the visibility the instructor chose (`after_published` by default) until
-  released; so does the top level (its score counts them), while every visible test stays
-  `visible`: a student reads the visible checks at once, the total when the hidden ones are.
+  released, and so does the top level, each visible test overriding it with `visible`: the
+  pattern Gradescope's specification gives for "some tests visible at once, the graded ones
+  later". While a test is withheld Gradescope shows no total (except under `hidden`, which
+  it meant for tests worth no points: docs/gradescope.md says so to the instructor).
 - Checks for an absent device (CUDA on a machine without one) and the sandbox's protections in
   force are informational entries: said, not scored.
 """
@@ -29,14 +31,24 @@ from grader.models import CheckResult, ImportFailure, Report
 from grader.views import STUDENT, View
 
 Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
-MARKDOWN_SPECIAL = set("\\`*_{}[]#|~")  # after &, < and > became entities
+MARKDOWN_SPECIAL = set("\\`*_{}[]<>&#|~!")
+_LINKISH = re.compile(r"(\S*(?:://|www\.)\S*)")  # shown as code: never a link
+_LIST_MARKER = re.compile(r"^(\d*)([-+.)])")  # `- x`, `+ x`, `1. x` at a paragraph's start
 
 
 def markdown_text(text: str) -> str:
-    """`text` as markdown that shows it as written: markdown's and HTML's special characters
-    escaped (a student's message or file name cannot format, link or inject)."""
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch for ch in escaped)
+    """`text` as one markdown paragraph that shows it as written, whichever renderer reads it:
+    whitespace (newlines too) collapsed, so no line can start a heading, list or code block;
+    every character markdown or HTML gives a meaning backslash-escaped, a leading list marker
+    too; and anything that looks like a link shown as code, since renderers autolink bare
+    URLs. A student's exception text, file name or printed line cannot format, link or inject."""
+    parts = []
+    for index, piece in enumerate(_LINKISH.split(" ".join(text.split()))):
+        if index % 2:  # a URL-like token (the split keeps them at odd places)
+            parts.append(code_span(piece))
+        else:
+            parts.append("".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else ch for ch in piece))
+    return _LIST_MARKER.sub(r"\1\\\2", "".join(parts))
 
 
 def code_span(text: str) -> str:
@@ -95,11 +107,12 @@ def _informational(report: Report, lang: str) -> list[dict[str, Any]]:
         entries.append({"name": feedback.ui("skipped_title", lang, device=device),
                         "output": markdown_text(feedback.ui("skipped_device", lang, count=count,
                                                             device=device)),
-                        "tags": ["skipped", device], "visibility": "visible"})
+                        "status": "passed", "tags": ["skipped", device],
+                        "visibility": "visible"})
     if report.protections:
         entries.append({"name": feedback.ui("protections_title", lang),
                         "output": "\n".join(f"- {markdown_text(p)}" for p in report.protections),
-                        "tags": ["sandbox"], "visibility": "visible"})
+                        "status": "passed", "tags": ["sandbox"], "visibility": "visible"})
     return entries
 
 
@@ -145,7 +158,7 @@ def results_json(report: Report, *, lang: str = "en", view: View = STUDENT,
     }
 
 
-def render(reports: Sequence[Report], *, view: View = STUDENT, lang: str = "en") -> str:
+def render(reports: Sequence[Report], *, view: View, lang: str) -> str:
     """results.json for one report (a file Gradescope reads holds exactly one)."""
     (report,) = reports
     return json.dumps(results_json(report, lang=lang, view=view), indent=2) + "\n"
