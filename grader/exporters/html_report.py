@@ -132,8 +132,9 @@ class _Group:
 @dataclass
 class ClassTally:
     """What the page says of a class, gathered one report at a time: a report is read, added
-    and dropped, so the page costs no more memory than the gradebook however large the class
-    (1000 reports held at once cost the grading process 110 MiB)."""
+    and dropped, so the page's memory does not grow with the class (bench/class_report.py,
+    1000 optim reports: peak +51 MiB streamed, the libraries included, against +166 MiB with
+    every report held at once)."""
 
     standings: list[Standing] = field(default_factory=list)
     groups: dict[tuple[str, str], _Group] = field(default_factory=dict)
