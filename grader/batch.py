@@ -257,7 +257,6 @@ def _save(report: Report, options: BatchOptions, *, reused: bool) -> None:
 
 def write_class_files(options: BatchOptions, standings: list[Standing]) -> ClassSummary:
     """Gradebook, summary and the class report page, rebuilt from the reports on disk."""
-
     functions = list(get_lab(options.lab).functions)
     write_atomically(options.out / "gradebook.csv",
                      gradebook_csv(standings, functions=functions))
