@@ -87,6 +87,17 @@ def ui(key: str, lang: str, **params: Any) -> str:
 
 def check_name(check_id: str, lang: str, **params: Any) -> str:
     """The check's own name, else its kind's pattern (`*.returns_input`) for its function."""
+    if not params:  # almost every call: the same few hundred names for a whole class
+        return _plain_check_name(check_id, lang)
+    return _check_name(check_id, lang, params)
+
+
+@cache
+def _plain_check_name(check_id: str, lang: str) -> str:
+    return _check_name(check_id, lang, {})
+
+
+def _check_name(check_id: str, lang: str, params: dict[str, Any]) -> str:
     names = catalog(lang)["names"]
     function, _, suffix = check_id.partition(".")
     template = names.get(check_id) or names.get(f"*.{suffix}", check_id)
