@@ -42,7 +42,8 @@ def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
         report = grade_upload(checkout, lab=lab, options=options)
     except UsageError as exc:  # this machine's (no uid slot free): still a result, with why
         report = error_report(lab=lab, submission=str(checkout), error=str(exc), options=options)
-    write_atomically(checkout / RESULT, json.dumps(result_json(report, env=env), indent=2) + "\n")
+    write_atomically(checkout / RESULT,
+                     json.dumps(result_json(report, env=env, lang=lang), indent=2) + "\n")
     body = feedback_text(report, lang=lang)
     if len(body) > RELEASE_LIMIT:
         body = body[:RELEASE_LIMIT - 40].rsplit("\n", 1)[0] + "\n...\n"

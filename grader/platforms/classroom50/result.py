@@ -18,14 +18,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from grader import feedback
 from grader.exporters.points import points_scale
 from grader.models import Report
 from grader.platforms.classroom50.identity import SCHEMA, identity
 from grader.views import STUDENT, View
 
 
-def result_json(report: Report, *, env: Mapping[str, str], view: View = STUDENT
-                ) -> dict[str, Any]:
+def result_json(report: Report, *, env: Mapping[str, str], view: View = STUDENT,
+                lang: str = "en") -> dict[str, Any]:
     """result.json for one submission. Classroom 50 shows results to students: hidden checks
     are left out unless released (and its bundle is public: see docs/classroom50.md)."""
     shown = view.of(report).report
@@ -44,11 +45,11 @@ def result_json(report: Report, *, env: Mapping[str, str], view: View = STUDENT
     } for c in checks]
     if report.import_error is not None:  # the reason, once; each check says not graded
         failed = report.import_error
-        tests.insert(0, {"test-name": f"import {failed.file}", "passed": False, "score": 0,
-                         "max-score": 0, "message": failed.message, "expected": failed.expected,
+        tests.insert(0, {"test-name": feedback.ui("import_test", lang, file=failed.file),
+                         "passed": False, "score": 0, "max-score": 0, "message": failed.message, "expected": failed.expected,
                          "got": failed.got, "hint": failed.hint, "check": "import"})
     if report.error:  # one failed test carries the reason and the points it could have had
-        tests = [{"test-name": "grading", "passed": False, "score": 0,
+        tests = [{"test-name": feedback.ui("grading_test", lang), "passed": False, "score": 0,
                   "max-score": round(shown.max_score * scale), "message": report.error}]
     if scale != 1:
         for test in tests:
@@ -64,7 +65,6 @@ def result_json(report: Report, *, env: Mapping[str, str], view: View = STUDENT
 
 def render(reports: Sequence[Report], *, view: View, lang: str) -> str:
     """result.json for one report, its identity from this process's environment (the
-    runner's, when Classroom 50 runs it). The report's messages are already in its language."""
-    del lang
+    runner's, when Classroom 50 runs it)."""
     (report,) = reports
-    return json.dumps(result_json(report, env=os.environ, view=view), indent=2) + "\n"
+    return json.dumps(result_json(report, env=os.environ, view=view, lang=lang), indent=2) + "\n"
