@@ -46,8 +46,9 @@ def result_json(report: Report, *, env: Mapping[str, str], view: View = STUDENT,
     if report.import_error is not None:  # the reason, once; each check says not graded
         failed = report.import_error
         tests.insert(0, {"test-name": feedback.ui("import_test", lang, file=failed.file),
-                         "passed": False, "score": 0, "max-score": 0, "message": failed.message, "expected": failed.expected,
-                         "got": failed.got, "hint": failed.hint, "check": "import"})
+                         "passed": False, "score": 0, "max-score": 0, "message": failed.message,
+                         "expected": failed.expected, "got": failed.got, "hint": failed.hint,
+                         "check": "import"})
     if report.error:  # one failed test carries the reason and the points it could have had
         tests = [{"test-name": feedback.ui("grading_test", lang), "passed": False, "score": 0,
                   "max-score": round(shown.max_score * scale), "message": report.error}]
