@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,19 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "optim" / "optimizer.py"
 STUB = ROOT / "assignments" / "optim" / "optimizer.py"
+
+
+# Set by a shell or a CI system, these change what the grader prints, not whether it is right:
+# a Korean locale picks Korean feedback, FORCE_COLOR and its kin make rich colour text that is
+# piped, COLUMNS makes click wrap its help. The suite reads English, uncoloured, unwrapped text.
+_PRESENTATION = ("FORCE_COLOR", "CLICOLOR_FORCE", "PY_COLORS", "TTY_COMPATIBLE",
+                 "TTY_INTERACTIVE", "COLUMNS", "LINES")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ["LC_ALL"] = "C.UTF-8"
+    for variable in _PRESENTATION:
+        os.environ.pop(variable, None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -76,6 +76,37 @@ def test_a_local_cluster_grades_the_class_as_a_local_grade_does(tmp_path: Path) 
     assert {r.student for r in load_reports(tmp_path / "there")} >= {"alice", "broken"}
 
 
+def listening() -> set[tuple[str, int]]:
+    import psutil  # Dask's own dependency
+
+    return {(c.laddr.ip, c.laddr.port) for c in psutil.Process().net_connections("inet")
+            if c.status == psutil.CONN_LISTEN}
+
+
+def test_a_local_cluster_listens_on_loopback_only_and_serves_no_page() -> None:
+    """Dask opens an HTTP server per scheduler and worker whatever the options (0.0.0.0:8787
+    by default): a classmate on the network must reach nothing, and a local user no page."""
+    import urllib.error
+    import urllib.request
+
+    import dask
+
+    from grader.cluster import connect
+
+    before = listening()
+    with connect("local:2", workers=2) as client:
+        assert client.submit(sum, [40, 2]).result() == 42
+        opened = listening() - before
+        assert opened, "Dask opened no HTTP server: this test no longer sees what it guards"
+        assert {ip for ip, _ in opened} == {"127.0.0.1"}, opened
+        for _, port in opened:
+            for page in ("/", "/status", "/info/main/workers.html", "/metrics", "/health"):
+                with pytest.raises(urllib.error.HTTPError) as refused:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}{page}", timeout=10)
+                assert refused.value.code == 404, (port, page)
+    assert dask.config.get("distributed.scheduler.http.routes"), "the routes came back after"
+
+
 def _start(command: list[str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log.open("wb"),
                             start_new_session=True)
@@ -86,6 +117,18 @@ class HandStarted:
     address: str
     scheduler: subprocess.Popen
     workers: list[subprocess.Popen]
+
+
+def _address_in(scheduler_file: Path, deadline: float) -> str:
+    """The scheduler's address, once its file exists and parses (it may be caught half
+    written on a busy machine)."""
+    while True:
+        try:
+            return str(json.loads(scheduler_file.read_text())["address"])
+        except (OSError, ValueError, KeyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -99,10 +142,7 @@ def scheduler_and_workers(folder: Path, workers: list[list[str]]) -> Iterator[Ha
                          str(scheduler_file)], folder / "scheduler.log")]
     try:
         deadline = time.monotonic() + 120
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(0.2)  # written in one go, but let it land
-        address = json.loads(scheduler_file.read_text())["address"]
+        address = _address_in(scheduler_file, deadline)
         started = [_start([sys.executable, "-m", "distributed.cli.dask_worker", address,
                            "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host",
                            "127.0.0.1", *arguments], folder / f"worker{index}.log")

@@ -3,6 +3,7 @@ counted in every score, and withheld from student feedback until released."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -285,7 +286,9 @@ def test_a_visible_child_never_holds_a_hidden_case_and_its_words_stay_visible(
     visible = " ".join(c.message + c.got + c.debug for c in report.checks if not c.hidden)
     secret = " ".join(c.message + c.got + c.debug for c in report.checks if c.hidden
                       and c.function == "zero_grad")
-    assert "shapes=" in visible and "(9,)" not in visible and "4242" not in visible
+    # Paths (a traceback's `File "/tmp/..."`) are random and could hold the digits: not words.
+    words = re.sub(r"\S*/\S*", "", visible)
+    assert "shapes=" in words and "(9,)" not in words and "4242" not in words
     assert "(9,)" in secret  # the hidden child saw its own case, and said so only there
     view = feedback_text(report, lang="en")
     assert "(9,)" not in view and "momentum_float64" not in view

@@ -12,8 +12,10 @@ the lab is still graded" can be seen) and `<name>.toml` its expected outcome:
     leftovers = "..." a command line that must not be running once grading ends
     needs = "..."     the protection the expected outcome relies on (skipped where absent)
 
-Placeholders in the files (@ROOT@, @PORT@, @UNIX@, @CANARY@, @OTHER@, @GRADER_PID@) are filled in
-by the test. Every attack is bounded: 40 forked processes at most, allocations refused by the
+Placeholders in the files and in `leftovers` (@ROOT@, @PORT@, @UNIX@, @CANARY@, @OTHER@,
+@GRADER_PID@, @RUN@) are filled in by the test; @RUN@ makes a leftover's command line this
+test run's own (`sleep 317.<pid>`), so another run on the same machine is not taken for one.
+Every attack is bounded: 40 forked processes at most, allocations refused by the
 memory limit; an attack that would signal probes with signal 0 first and sends nothing where
 that probe was allowed.
 """
@@ -55,7 +57,7 @@ def expected(path: Path) -> dict:
 
 
 def running(command: str) -> list[int]:
-    """Pids of live processes whose command line contains `command` (read from /proc)."""
+    """Pids of live processes whose command line is `command` (read from /proc)."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -65,7 +67,7 @@ def running(command: str) -> list[int]:
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if command in argv and state != "Z":
+        if argv == command and state != "Z":
             found.append(int(proc.name))
     return found
 
@@ -90,16 +92,43 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     local.listen(8)
     yield {"@ROOT@": str(ROOT), "@CANARY@": str(canary), "@OTHER@": str(other),
            "@PORT@": str(server.getsockname()[1]), "@UNIX@": str(folder / "service.sock"),
-           "@GRADER_PID@": str(os.getpid())}
+           "@GRADER_PID@": str(os.getpid()), "@RUN@": f"{os.getpid():07d}"}
     server.close()
     local.close()
 
 
 def filled(path: Path, world: dict[str, str]) -> str:
-    source = path.read_text()
+    return fill(path.read_text(), world)
+
+
+def fill(text: str, world: dict[str, str]) -> str:
     for placeholder, value in world.items():
-        source = source.replace(placeholder, value)
-    return source
+        text = text.replace(placeholder, value)
+    return text
+
+
+def leftover(want: dict, world: dict[str, str]) -> str:
+    """The command line an attack's leftover runs, in this test run's words."""
+    return fill(want["leftovers"], world)
+
+
+def test_a_leftover_is_seen_while_it_runs(world: dict[str, str]) -> None:
+    """The leftover probe can fail: a process of ours with that command line is found, by
+    its exact command line only, and not once it has ended."""
+    import subprocess
+
+    command = fill("sleep 317.@RUN@", world)
+    sleeper = subprocess.Popen(command.split())
+    try:
+        deadline = time.monotonic() + 10
+        while not running(command) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert running(command) == [sleeper.pid]
+        assert not running(command + "0") and not running("sleep 317")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not running(command)
 
 
 def assert_outcome(report: Report, want: dict, *, full_marks: float) -> None:
@@ -146,7 +175,7 @@ def test_check_ends_each_attack_as_expected(path: Path, world: dict[str, str],
     assert time.monotonic() - started < WITHIN_S
     assert_outcome(report, want, full_marks=full_marks)
     if "leftovers" in want:
-        assert not running(want["leftovers"]), "a process outlived grading"
+        assert not running(leftover(want, world)), "a process outlived grading"
     assert Path(world["@CANARY@"]).read_text() == "untouched"
     needs = want.get("needs")
     if needs is not None and needs not in report.protections:
@@ -172,7 +201,7 @@ def test_grade_ends_every_attack_as_expected(world: dict[str, str], full_marks: 
         assert_outcome(reports[path.stem], expected(path), full_marks=full_marks)
     for path in HOSTILE:
         if "leftovers" in expected(path):
-            assert not running(expected(path)["leftovers"])
+            assert not running(leftover(expected(path), world))
     assert Path(world["@CANARY@"]).read_text() == "untouched"
     with (out / "gradebook.csv").open() as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
@@ -208,7 +237,7 @@ def test_no_attack_lowers_a_classmates_score(world: dict[str, str], full_marks: 
     for report in classmates:
         assert report.score == report.max_score == full_marks, (
             report.student, [c.message for c in report.checks if c.status == "failed"])
-    assert not running("sleep 317")
+    assert not running(fill("sleep 317.@RUN@", world))
 
 
 # Attacks on what outlives a child or lies beyond it, and the classmates graded after them.
@@ -236,9 +265,9 @@ def test_without_root_the_namespaces_contain_the_same_attacks(world: dict[str, s
             want = expected(path)
             assert_outcome(report, want, full_marks=full_marks)
             if "leftovers" in want:
-                assert not running(want["leftovers"]), f"{name}: a process outlived grading"
+                assert not running(leftover(want, world)), f"{name}: a process outlived grading"
             classmate = check_submission(solution, lab="optim", options=OPTIONS,
                                          sandbox=sandbox)
             assert classmate.score == full_marks, name
-    assert not running("sleep 317")
+    assert not running(fill("sleep 317.@RUN@", world))
     assert Path(world["@CANARY@"]).read_text() == "untouched"

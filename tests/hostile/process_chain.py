@@ -17,7 +17,7 @@ import os
 import subprocess
 
 LINK = ('if [ "$N" -gt 0 ]; then N=$((N-1)) setsid sh -c "$0" "$0" & wait; '
-        'else exec sleep 317; fi')
+        'else exec sleep 317.@RUN@; fi')
 subprocess.Popen(["sh", "-c", LINK, LINK], env={"N": "24", "PATH": os.environ["PATH"]},
                  start_new_session=True)
 

@@ -87,13 +87,14 @@ def test_syntax_error_names_the_line(tmp_path: Path) -> None:
 
 def test_no_process_started_by_the_submission_outlives_its_grading(make_submission) -> None:
     # Found by its command line: inside a process namespace the pid the submission sees is
-    # not the host's.
+    # not the host's. The duration names this test run, so another run's is never seen.
+    duration = f"300.{os.getpid():07d}"
     spawn = ("    import subprocess\n"
-             "    subprocess.Popen(['sleep', '300.25'], start_new_session=True)\n"
+             f"    subprocess.Popen(['sleep', '{duration}'], start_new_session=True)\n"
              "    raise RuntimeError('daemon started')\n")
     path = make_submission((ZERO_GRAD_BODY, spawn + ZERO_GRAD_BODY))
     assert "daemon started" in told(grade(path), "zero_grad")
-    assert not running("sleep 300.25")
+    assert not running(f"sleep {duration}")
 
 
 def running(command: str) -> list[int]:
