@@ -37,6 +37,7 @@ from grader.sandbox.runner import BATCH_PRELOAD, OWN_FOLDER_LIMIT
 from grader.submission import Submission
 
 try:
+    import dask
     import distributed
 except ImportError as exc:  # one line for the user, not a traceback (GraderGroup.main)
     raise UsageError("--cluster needs Dask: pip install 'inplace-grader[cluster]'") from exc
@@ -48,6 +49,10 @@ GPU = "GPU"  # the resource a worker with a CUDA device declares: dask worker --
 # Seconds without any worker able to take the class's submissions (every worker, or every GPU
 # worker, gone) before the run stops with what it has: Dask would wait for one forever.
 STALL_S = 120.0
+# What a local cluster's HTTP servers listen on and serve (see connect).
+LOOPBACK_ANY_PORT = "127.0.0.1:0"
+NO_HTTP_ROUTES: dict[str, list[str]] = {"distributed.scheduler.http.routes": [],
+                                        "distributed.worker.http.routes": []}
 POLL_S = 5.0
 
 
@@ -68,14 +73,19 @@ def parse_address(text: str) -> tuple[str, int | None]:
 def connect(address: str, *, workers: int) -> Iterator[distributed.Client]:
     """A client of the scheduler at `address`, with at least one worker that runs this
     grader and torch; or, for `local[:N]`, of N workers inside this process (N defaulting to
-    `workers`): threads that each keep their own sandbox, on no network port (a port on
-    127.0.0.1 would run any local user's code as the grader)."""
+    `workers`): threads that each keep their own sandbox, talking in-process, with no
+    port that takes work (a port on 127.0.0.1 would run any local user's code as the grader).
+    Dask's scheduler and workers still open an HTTP server each, whatever the options (on
+    0.0.0.0:8787 by default): bound here to 127.0.0.1 and serving no page."""
     where, count = parse_address(address)
     with contextlib.ExitStack() as stack:
         if where == "local":
+            stack.enter_context(dask.config.set(NO_HTTP_ROUTES))
             cluster = stack.enter_context(distributed.LocalCluster(
                 n_workers=count or workers, threads_per_worker=1, processes=False,
-                dashboard_address=None, resources=_local_gpu()))
+                dashboard_address=None, worker_dashboard_address=LOOPBACK_ANY_PORT,
+                scheduler_kwargs={"dashboard": False, "dashboard_address": LOOPBACK_ANY_PORT},
+                resources=_local_gpu()))
             client = stack.enter_context(distributed.Client(cluster))
         else:
             try:
