@@ -51,8 +51,7 @@ GPU = "GPU"  # the resource a worker with a CUDA device declares: dask worker --
 STALL_S = 120.0
 # What a local cluster's HTTP servers listen on and serve (see connect).
 LOOPBACK_ANY_PORT = "127.0.0.1:0"
-NO_HTTP_ROUTES: dict[str, list[str]] = {"distributed.scheduler.http.routes": [],
-                                        "distributed.worker.http.routes": []}
+HTTP_ROUTES = ("distributed.scheduler.http.routes", "distributed.worker.http.routes")
 POLL_S = 5.0
 
 
@@ -80,12 +79,13 @@ def connect(address: str, *, workers: int) -> Iterator[distributed.Client]:
     where, count = parse_address(address)
     with contextlib.ExitStack() as stack:
         if where == "local":
-            stack.enter_context(dask.config.set(NO_HTTP_ROUTES))
-            cluster = stack.enter_context(distributed.LocalCluster(
-                n_workers=count or workers, threads_per_worker=1, processes=False,
-                dashboard_address=None, worker_dashboard_address=LOOPBACK_ANY_PORT,
-                scheduler_kwargs={"dashboard": False, "dashboard_address": LOOPBACK_ANY_PORT},
-                resources=_local_gpu()))
+            with dask.config.set({key: [] for key in HTTP_ROUTES}):  # read as they start
+                cluster = stack.enter_context(distributed.LocalCluster(
+                    n_workers=count or workers, threads_per_worker=1, processes=False,
+                    dashboard_address=None, worker_dashboard_address=LOOPBACK_ANY_PORT,
+                    worker_class=_PagelessWorker, resources=_local_gpu(),
+                    scheduler_kwargs={"dashboard": False,
+                                      "dashboard_address": LOOPBACK_ANY_PORT}))
             client = stack.enter_context(distributed.Client(cluster))
         else:
             try:
@@ -96,6 +96,14 @@ def connect(address: str, *, workers: int) -> Iterator[distributed.Client]:
                                  f"({type(exc).__name__}: {str(exc)[:200]})") from None
             _check_versions(client, where)
         yield client
+
+
+class _PagelessWorker(distributed.Worker):
+    """A local worker without Dask's dashboard pages (served with bokeh installed):
+    LocalCluster turns them on whenever its workers' HTTP address is given."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "dashboard": False})
 
 
 def _local_gpu() -> dict[str, float] | None:

@@ -79,7 +79,9 @@ def test_a_local_cluster_grades_the_class_as_a_local_grade_does(tmp_path: Path) 
 def listening() -> set[tuple[str, int]]:
     import psutil  # Dask's own dependency
 
-    return {(c.laddr.ip, c.laddr.port) for c in psutil.Process().net_connections("inet")
+    process = psutil.Process()
+    connections = getattr(process, "net_connections", None) or process.connections  # psutil<6
+    return {(c.laddr.ip, c.laddr.port) for c in connections("inet")
             if c.status == psutil.CONN_LISTEN}
 
 
@@ -96,6 +98,8 @@ def test_a_local_cluster_listens_on_loopback_only_and_serves_no_page() -> None:
     before = listening()
     with connect("local:2", workers=2) as client:
         assert client.submit(sum, [40, 2]).result() == 42
+        # With bokeh installed, a worker with its dashboard on would serve pages here.
+        assert not any(worker._dashboard for worker in client.cluster.workers.values())
         opened = listening() - before
         assert opened, "Dask opened no HTTP server: this test no longer sees what it guards"
         assert {ip for ip, _ in opened} == {"127.0.0.1"}, opened
@@ -119,14 +123,14 @@ class HandStarted:
     workers: list[subprocess.Popen]
 
 
-def _address_in(scheduler_file: Path, deadline: float) -> str:
+def _address_in(scheduler_file: Path, scheduler: subprocess.Popen, deadline: float) -> str:
     """The scheduler's address, once its file exists and parses (it may be caught half
-    written on a busy machine)."""
+    written on a busy machine); the error at once if the scheduler has ended."""
     while True:
         try:
             return str(json.loads(scheduler_file.read_text())["address"])
         except (OSError, ValueError, KeyError):
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or scheduler.poll() is not None:
                 raise
             time.sleep(0.1)
 
@@ -142,7 +146,7 @@ def scheduler_and_workers(folder: Path, workers: list[list[str]]) -> Iterator[Ha
                          str(scheduler_file)], folder / "scheduler.log")]
     try:
         deadline = time.monotonic() + 120
-        address = _address_in(scheduler_file, deadline)
+        address = _address_in(scheduler_file, processes[0], deadline)
         started = [_start([sys.executable, "-m", "distributed.cli.dask_worker", address,
                            "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host",
                            "127.0.0.1", *arguments], folder / f"worker{index}.log")

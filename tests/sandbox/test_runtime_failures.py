@@ -102,7 +102,8 @@ def running(command: str) -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace").strip()
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
