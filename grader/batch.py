@@ -39,6 +39,7 @@ from grader.models import Report, add_phases
 from grader.sandbox import Sandbox
 from grader.sandbox.limits import held_slot, release_freed_memory
 from grader.sandbox.runner import BATCH_PRELOAD
+from grader.student_files import file_stem, folder_digest
 from grader.submission import Submission, SubmissionError, load_submission
 from grader.summary import ClassSummary, Standing, standing, summarize, summary_text
 from grader.views import View
@@ -77,22 +78,23 @@ class BatchResult:
 Progress = Callable[[str, Report, bool], None]  # (student, report, reused)
 
 
-def submission_hash(source: str, *, lab: str, options: CheckOptions) -> str:
-    """What a report depends on: the code, the lab, the grader and the grading options."""
+def submission_hash(source: str, *, lab: str, options: CheckOptions, folder: str = "") -> str:
+    """What a report depends on: the code, everything beside it the code could import or
+    open (`folder`: student_files.folder_digest of the student's own folder), the lab, the
+    grader and the grading options."""
     digest = hashlib.sha256()
     override = options.rubric_override.model_dump_json() if options.rubric_override else ""
     hidden = grading_key(options.hidden) if options.hidden else ""
     for part in (lab, __version__, options.device, options.lang, options.integrity,
-                 options.limits.model_dump_json(), override, hidden, source):
+                 options.limits.model_dump_json(), override, hidden, folder, source):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()
 
 
-def safe_name(student: str) -> str:
-    """A file name for a student id (ids come from file and folder names)."""
-    cleaned = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in student).strip(".")
-    return cleaned or "_"
+def report_path(out: Path, student: str) -> Path:
+    """Where `student`'s report is: one file per exact name (student_files.file_stem)."""
+    return out / REPORTS / f"{file_stem(student)}.json"
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -104,12 +106,16 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def iter_reports(out: Path) -> Iterator[Report]:
-    """The reports on disk, one at a time (unreadable ones skipped)."""
+    """The reports on disk, one at a time (unreadable ones skipped, and a report filed under
+    another name than its student's where that student's own file exists: a leftover)."""
     for path in sorted((out / REPORTS).glob("*.json")):
         try:
-            yield Report.model_validate_json(path.read_text(encoding="utf-8"))
+            report = Report.model_validate_json(path.read_text(encoding="utf-8"))
         except (ValueError, OSError):
             continue
+        own = report_path(out, report.student)
+        if path.name == own.name or not own.exists():
+            yield report
 
 
 def load_reports(out: Path) -> list[Report]:
@@ -117,22 +123,35 @@ def load_reports(out: Path) -> list[Report]:
 
 
 def _previous(out: Path, student: str) -> Report | None:
-    path = out / REPORTS / f"{safe_name(student)}.json"
+    """The report written for exactly this student, if any."""
     try:
-        return Report.model_validate_json(path.read_text(encoding="utf-8"))
+        report = Report.model_validate_json(report_path(out, student).read_text(
+            encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return report if report.student == student else None
 
 
 def _read(found: Found, filename: str) -> Submission | str:
-    """The submission's source, or why it cannot be graded."""
+    """The submission's source, or why it cannot be graded; never raises for any bytes."""
     if found.path is None:
         return found.error
     try:
         submission = load_submission(found.path, filename=filename, own_folder=found.own_folder)
     except SubmissionError as exc:
         return str(exc)
+    except Exception as exc:  # a reader's gap must cost one row, not the class
+        return f"{found.path.name}: cannot be read ({type(exc).__name__}: {exc})"
     return submission  # an empty one is the engine's to say (as in check)
+
+
+def _folder_digest(submission: Submission) -> str:
+    """student_files.folder_digest of the student's own folder ("" for a flat class
+    folder, whose neighbours the submission cannot import); ValueError or OSError where
+    it cannot be read."""
+    if submission.search_path is None:
+        return ""
+    return folder_digest(submission.search_path)
 
 
 class _Workers:
@@ -207,7 +226,12 @@ def prepare(found: Found, options: BatchOptions) -> tuple[Report, bool] | Pendin
     submission = _read(found, LAB_FILES[options.lab])
     if isinstance(submission, str):
         return grading_failed(found, submission, options), False
-    digest = submission_hash(submission.source, lab=options.lab, options=options.check)
+    try:
+        folder = _folder_digest(submission)
+    except (OSError, ValueError) as exc:
+        return grading_failed(found, f"{found.student}/ cannot be read ({exc})", options), False
+    digest = submission_hash(submission.source, lab=options.lab, options=options.check,
+                             folder=folder)
     previous = _previous(options.out, found.student)
     if not options.force and previous is not None and previous.submission_hash == digest:
         return previous, True
@@ -246,11 +270,10 @@ def _grade_one(found: Found, options: BatchOptions, workers: _Workers) -> tuple[
 def _save(report: Report, options: BatchOptions, *, reused: bool) -> None:
     """The report (unless reused from disk) and the student's feedback, always rewritten: a
     re-run with `--release` shows hidden results without regrading."""
-    name = safe_name(report.student)
     if not reused:
-        write_atomically(options.out / REPORTS / f"{name}.json",
+        write_atomically(report_path(options.out, report.student),
                          report.model_dump_json(indent=2))
-    write_atomically(options.out / FEEDBACK / f"{name}.txt",
+    write_atomically(options.out / FEEDBACK / f"{file_stem(report.student)}.txt",
                      feedback_text(report, lang=options.check.lang,
                                    view=View(release=options.release)))
 

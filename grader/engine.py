@@ -42,6 +42,7 @@ from grader.models import (
     add_phases,
 )
 from grader.sandbox import JobResult, Sandbox, TaskSpec
+from grader.student_files import folder_problem
 from grader.submission import Submission, SubmissionError, find_upload, load_submission
 
 
@@ -203,6 +204,8 @@ def grade_upload(folder: Path, *, lab: str, options: CheckOptions) -> Report:
     failures, are error reports with the reason and the lab's maxima; only the instructor's
     mistakes (a bad rubric or hidden-cases file: a UsageError) are raised."""
     try:
+        if problem := folder_problem(folder):  # links out of the upload are never followed
+            raise SubmissionError(problem)
         path = find_upload(folder, LAB_FILES[lab], lang=options.lang)
         return check_submission(path, lab=lab, options=options)
     except SubmissionError as exc:

@@ -4,16 +4,28 @@
 - a folder per student: `alice/optimizer.py`, `bob/optimizer.ipynb`;
 - nbgrader's `submitted/<student>/<assignment>/<file>` (pass the course folder or `submitted/`).
 
-Problems are per student (an empty folder, two candidate files, a symbolic link that leads out
-of the submissions folder or nowhere): they become an error row in the gradebook, never a
-crashed run. Nothing is read through a link that leaves the folder: a grader running as root
-would otherwise show a root-only file's contents in the student's feedback.
+A student is the name as found (student_files.py says how names become file names and which
+names are refused together). Problems are per student (an empty folder, two candidate files, a
+folder that cannot be listed, a symbolic link that leads out of the student's own folder, to a
+classmate's submission, or nowhere): they become an error row in the gradebook, never a crashed
+run. Nothing is read through a link that leaves the student's own folder: a grader running as
+root would otherwise show a root-only file's contents in the student's feedback, and a link to
+a classmate's file would earn that classmate's marks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from grader.student_files import (
+    classmate_link,
+    display_name,
+    folder_problem,
+    link_problem,
+    same_person,
+)
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 IGNORED = {"__pycache__", ".ipynb_checkpoints", ".git"}
@@ -30,29 +42,33 @@ class Found:
 
 
 def _candidates(folder: Path) -> list[Path]:
-    """Source files, and links named like them (judged by `outside`, never skipped)."""
+    """Entries named like source files, whatever they are (a link, a FIFO: the reader refuses
+    what it cannot read, with a row; nothing is skipped unseen)."""
     return sorted(p for p in folder.iterdir()
-                  if (p.is_file() or p.is_symlink()) and p.suffix in SOURCE_SUFFIXES
-                  and not p.name.startswith("."))
+                  if p.suffix in SOURCE_SUFFIXES and not p.name.startswith(".")
+                  and (p.is_symlink() or not p.is_dir()))
 
 
-def outside(path: Path, root: Path) -> str:
-    """Why `path` must not be read for a class under `root` ("" when it may): a link to
-    nothing, or one that resolves outside the submissions folder."""
+def outside(path: Path, root: Path, *, classmates: Iterable[Path] = ()) -> str:
+    """Why `path`, an entry of the class folder `root`, must not be read for its student
+    ("" when it may): a link to nothing, one that resolves outside the class folder, or one
+    to another student's entry."""
+    if not path.is_symlink():
+        return ""
     try:
         target = path.resolve(strict=True)
     except (OSError, RuntimeError):
         return f"{path.name} is a symbolic link to nothing"
     if not target.is_relative_to(root.resolve()):
         return f"{path.name} is a symbolic link that leads outside the submissions folder"
-    return ""
+    return classmate_link(path, target, classmates)
 
 
 def _pick(folder: Path, filename: str) -> Path | str:
     """The lab's file in `folder` (or its only source file); otherwise an error message."""
     stem = filename.removesuffix(".py")
     for name in (filename, f"{stem}.ipynb"):
-        if (folder / name).is_file() or (folder / name).is_symlink():
+        if (folder / name).exists() or (folder / name).is_symlink():
             return folder / name
     files = _candidates(folder)
     if len(files) == 1:
@@ -84,27 +100,50 @@ def _in_student_folder(folder: Path, filename: str) -> Path | str:
     return direct
 
 
+def _student_folder(folder: Path, root: Path, filename: str, classmates: list[Path]) -> Found:
+    """One student's folder: their file, or why none can be graded as theirs."""
+    student = display_name(folder.name)
+    if problem := outside(folder, root, classmates=classmates):
+        return Found(student, None, problem)
+    try:
+        picked = _in_student_folder(folder, filename)
+    except OSError as exc:
+        return Found(student, None, f"{student}/ cannot be read ({exc.strerror or exc})")
+    if isinstance(picked, str):
+        return Found(student, None, picked)
+    others = [c for c in classmates if c != folder]
+    if problem := folder_problem(picked.parent, classmates=others):
+        return Found(student, None, problem)
+    if problem := link_problem(picked, folder=picked.parent, classmates=others):
+        return Found(student, None, problem)
+    return Found(student, picked, own_folder=True)
+
+
 def discover(root: Path, *, filename: str) -> list[Found]:
     """Every student under `root`, sorted by name."""
     if (root / "submitted").is_dir():
         root = root / "submitted"  # an nbgrader course folder
+    files, folders = _candidates(root), _subfolders(root)
+    classmates = files + folders
     found: dict[str, list[Found]] = {}
-    for path in _candidates(root):
-        found.setdefault(path.stem, []).append(Found(path.stem, path))
-    for folder in _subfolders(root):
-        if problem := outside(folder, root):
-            found.setdefault(folder.name, []).append(Found(folder.name, None, problem))
-            continue
-        picked = _in_student_folder(folder, filename)
-        found.setdefault(folder.name, []).append(
-            Found(folder.name, picked, own_folder=True) if isinstance(picked, Path)
-            else Found(folder.name, None, picked))
+    for path in files:
+        student = display_name(path.stem)
+        problem = outside(path, root, classmates=classmates)
+        found.setdefault(student, []).append(
+            Found(student, None, problem) if problem else Found(student, path))
+    for folder in folders:
+        entry = _student_folder(folder, root, filename, classmates)
+        found.setdefault(entry.student, []).append(entry)
+    twins = same_person(found)
     result = []
     for student, entries in sorted(found.items()):
-        if len(entries) == 1:
-            entry = entries[0]
-            problem = outside(entry.path, root) if entry.path else ""
-            result.append(Found(student, None, problem) if problem else entry)
+        if student in twins:
+            names = " and ".join(f"`{name}`" for name in sorted([student, *twins[student]]))
+            result.append(Found(student, None, f"{names} differ only in case or in how "
+                                "accents are encoded, so an LMS would take them for one "
+                                "student: neither is graded; rename one"))
+        elif len(entries) == 1:
+            result.append(entries[0])
         else:
             names = ", ".join(e.path.name if e.path else f"{student}/" for e in entries)
             result.append(Found(student, None, f"several submissions for {student}: {names}"))

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from grader.errors import UsageError
+from grader.student_files import caseless
 
 OPTIONAL_COLUMNS = ("name", "canvas_id", "sis_user_id", "sis_login_id", "section",
                     "email", "username", "idnumber")
@@ -121,8 +122,32 @@ def parse_roster(text: str, *, source: str) -> Roster:
             entries.append(RosterEntry(student=student, line=line, **values))
     except csv.Error as exc:
         raise RosterError(f"{source}: line {reader.line_num}: not valid CSV ({exc})") from exc
+    _refuse_shared_ids(entries, source=source)
     columns = frozenset(key for key in wanted if key != "student")
     return Roster(source=source, entries=tuple(entries), columns=columns)
+
+
+# The columns that name one LMS user; an LMS compares them without case (Canvas's login ids,
+# Moodle's lowercased usernames), so two rows equal but for case are one user there.
+_LMS_IDS = ("canvas_id", "sis_user_id", "sis_login_id", "email", "username", "idnumber")
+
+
+def _refuse_shared_ids(entries: list[RosterEntry], *, source: str) -> None:
+    """RosterError where two rows would be one person: student ids that differ only in case
+    or in how accents are encoded (student_files.caseless), or one LMS id on two rows: an
+    export would put two students' grades in one LMS row."""
+    for column in ("student", *_LMS_IDS):
+        seen: dict[str, RosterEntry] = {}
+        for entry in entries:
+            value = getattr(entry, column)
+            if not value:
+                continue
+            first = seen.setdefault(caseless(value), entry)
+            if first is not entry:
+                raise RosterError(
+                    f"{source}: line {entry.line}: {column} `{value}` is also on line "
+                    f"{first.line} (`{getattr(first, column)}`), and an LMS takes them for "
+                    "one person; give each student their own")
 
 
 def read_roster(path: Path) -> Roster:

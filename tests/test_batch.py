@@ -205,18 +205,19 @@ def test_links_out_of_the_class_folder_or_to_nothing_are_error_rows(tmp_path: Pa
     copy("reference_copy", subs / "alice.py")
     (subs / "bob.py").symlink_to(secret)  # a file the grader (root, say) may read
     (subs / "carol.py").symlink_to(subs / "missing.py")
-    (subs / "dan.py").symlink_to(subs / "alice.py")  # inside the folder: fine
+    (subs / "dan.py").symlink_to(subs / "alice.py")  # a classmate's file: alice's marks
     (subs / "erin").symlink_to(tmp_path)  # a student folder that leads out
     out = tmp_path / "out"
     result = grade_class(subs, options=options(out))
     assert dict(result.errors) == {
         "bob": "bob.py is a symbolic link that leads outside the submissions folder",
         "carol": "carol.py is a symbolic link to nothing",
+        "dan": "dan.py is a symbolic link to alice.py, another student's submission",
         "erin": "erin is a symbolic link that leads outside the submissions folder"}
     table = rows(out)
     assert set(table) == {"alice", "bob", "carol", "dan", "erin"}
-    assert table["dan"]["score"] == table["alice"]["score"] == table["alice"]["max_score"]
-    assert all(table[s]["status"] == "not gradable" for s in ("bob", "carol", "erin"))
+    assert table["alice"]["score"] == table["alice"]["max_score"]
+    assert all(table[s]["status"] == "not gradable" for s in ("bob", "carol", "dan", "erin"))
     assert "root only" not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
 
 

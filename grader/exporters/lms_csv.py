@@ -30,6 +30,7 @@ from grader import feedback
 from grader.errors import UsageError
 from grader.exporters.spreadsheet import safe_row
 from grader.roster import Roster, RosterEntry
+from grader.student_files import caseless
 from grader.summary import NOT_GRADABLE, Standing
 
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -84,9 +85,13 @@ def _rows(standings: Iterable[Standing], roster: Roster | None,
             continue
         by_student[student.student] = student
     if roster is not None:
+        near = {caseless(e.student): e.student for e in roster.entries}
         for name in sorted(set(by_student) - {e.student for e in roster.entries}):
-            warnings.append(f"{name}: has a report, but is not in the roster {roster.source}: "
-                            "left out (add a roster row to export it)")
+            twin = near.get(caseless(name))
+            close = (f"; the roster's `{twin}` differs only in case or accents and is not "
+                     "taken for it" if twin else "")
+            warnings.append(f"{name}: has a report, but is not in the roster {roster.source}"
+                            f"{close}: left out (add a roster row to export it)")
         for entry in roster.entries:
             if entry.student not in by_student:
                 warnings.append(f"{entry.student}: in the roster, but no report: left out "

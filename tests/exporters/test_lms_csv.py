@@ -45,6 +45,16 @@ CLASS = [standing("bob", 61.5, failed={"sgd_step.identity": "sgd_step returns it
 
 # Canvas
 
+def test_a_report_is_never_matched_to_a_roster_row_by_a_folded_name() -> None:
+    people = roster("student,sis_login_id\nMaryAnn,mann\n")
+    result = canvas_csv([standing("maryann", 70)], assignment="optim", roster=people)
+    assert [row[0] for row in table(result.text)] == ["Student", "Points Possible"]
+    assert result.warnings[0] == (
+        "maryann: has a report, but is not in the roster roster.csv; the roster's `MaryAnn` "
+        "differs only in case or accents and is not taken for it: left out (add a roster row "
+        "to export it)")
+
+
 def test_canvas_header_points_possible_and_sis_login_id() -> None:
     result = canvas_csv(CLASS, assignment="optim")
     header, points, *rows = table(result.text)
@@ -231,6 +241,12 @@ def test_roster_headers_are_case_insensitive_and_a_bom_is_tolerated(tmp_path: Pa
     ("student,name\nalice,Jones, Alice\n", "roster.csv: line 2: 3 values but the header has 2"),
     ("student,canvas_id\nalice,u17\n", "roster.csv: line 2: canvas_id `u17` is not a number"),
     ("student,name\n,Alice\n", "roster.csv: line 2: no student id"),
+    ("student\nAlice\nbob\nalice\n",
+     "roster.csv: line 4: student `alice` is also on line 2 (`Alice`), and an LMS takes them "
+     "for one person"),
+    ("student,username\nann,AS1\nbea,as1\n",
+     "roster.csv: line 3: username `as1` is also on line 2 (`AS1`)"),
+    ("student,canvas_id\nann,17\nbea,17\n", "roster.csv: line 3: canvas_id `17` is also"),
 ])
 def test_roster_errors_name_the_file_and_line(text: str, message: str) -> None:
     with pytest.raises(RosterError) as caught:

@@ -1,0 +1,191 @@
+"""A student's files as data: who a student is, and what of their folder may be read.
+
+Everything a student hands in is bytes and names chosen by the student (or by an LMS export):
+- a student is the name as found, never a folded form; the files written for a student are
+  named by an injective function of that name (`file_stem`), so no two students share one;
+- names that most likely mean one person (equal under Unicode's canonical caseless matching:
+  `José` in NFC and in NFD, `Alice` and `alice`) are told apart only by bytes an LMS import
+  would not keep (Canvas compares login ids without case, Moodle lowercases usernames): they
+  are refused together, each naming the other, never merged (`same_person`);
+- a link is followed only where it stays inside the student's own folder (a link to a
+  classmate's file, or to a file only the grader may read, is refused with a reason);
+- a file is read only if it is a regular file, without following a link at the last step,
+  and never past a limit (a FIFO, a device or a huge file stops nothing).
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import unicodedata
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+# Bytes of a name a student's file stem keeps as they are. A capital letter is written `^`
+# and the letter (`Alice` -> `^alice`), and every other byte of the name's UTF-8 (for a name
+# that is not UTF-8, its raw bytes) `%XX`, `%` and `^` included: stems differ for different
+# names even where the file system ignores case.
+_KEPT = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_.@")
+# Longer stems end in the name's full SHA-256 instead (a file name holds 255 bytes); `~` is
+# never kept, so such a stem can be no other name's.
+_LONGEST_STEM = 160
+# Entries walked in one student's folder before it is refused as too large to be a lab.
+FOLDER_ENTRIES_LIMIT = 20_000
+# Bytes of a student's folder read into its digest; past it, files count by size and time.
+DIGEST_BYTES_LIMIT = 64 * 1024**2
+
+
+def display_name(raw: str) -> str:
+    """A name from the file system as text that can be written anywhere: a name that is not
+    UTF-8 (Python keeps its bytes as surrogates) shows each such byte as `\\xNN`."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        return raw.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return raw
+
+
+def file_stem(student: str) -> str:
+    """The stem of every file written for `student`: different for different names (as bytes,
+    and as a file system that ignores case compares them), and never a path or a hidden file."""
+    data = student.encode("utf-8", "surrogateescape")
+    stem = "".join(chr(byte) if byte in _KEPT else
+                   f"^{chr(byte).lower()}" if 0x41 <= byte <= 0x5A else f"%{byte:02X}"
+                   for byte in data)
+    if stem.startswith("."):
+        stem = "%2E" + stem[1:]  # never a hidden file, never `.` or `..`
+    stem = stem or "%"
+    if len(stem) > _LONGEST_STEM:
+        stem = stem[:_LONGEST_STEM - 65] + "~" + hashlib.sha256(data).hexdigest()
+    return stem
+
+
+def caseless(name: str) -> str:
+    """Unicode's canonical caseless key: equal for names that differ only in case or in
+    composed against decomposed accents."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
+
+
+def same_person(names: Iterable[str]) -> dict[str, list[str]]:
+    """Each name that shares its caseless key with another name, mapped to those others."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(caseless(name), []).append(name)
+    return {name: [other for other in group if other != name]
+            for group in groups.values() if len(group) > 1 for name in group}
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.name
+
+
+def link_problem(path: Path, *, folder: Path, classmates: Iterable[Path] = ()) -> str:
+    """Why the link at `path` must not be followed for a student whose own folder is
+    `folder` ("" where it stays inside, or `path` is no link). `classmates` are the other
+    students' entries, so that a link to one of them is named as such."""
+    if not path.is_symlink():
+        return ""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return f"{path.name} is a symbolic link to nothing"
+    if target.is_relative_to(folder.resolve()):
+        return ""
+    return (classmate_link(path, target, classmates)
+            or f"{path.name} is a symbolic link that leads outside the student's folder")
+
+
+def classmate_link(path: Path, target: Path, classmates: Iterable[Path]) -> str:
+    """What to say of a link from `path` to `target` where the target is (or is inside)
+    another student's entry; "" where it is not."""
+    for other in classmates:
+        place = other.parent.resolve() / other.name  # the entry itself, not where it leads
+        if other != path and (target == place or target.is_relative_to(place)):
+            return (f"{path.name} is a symbolic link to {other.name}, another student's "
+                    "submission")
+    return ""
+
+
+def walk(folder: Path) -> Iterator[Path]:
+    """Every entry under `folder`, links listed but never entered; OSError where a folder
+    cannot be listed, ValueError past FOLDER_ENTRIES_LIMIT entries."""
+    count = 0
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        with os.scandir(current) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                count += 1
+                if count > FOLDER_ENTRIES_LIMIT:
+                    raise ValueError(f"more than {FOLDER_ENTRIES_LIMIT} files")
+                path = Path(entry.path)
+                yield path
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(path)
+
+
+def folder_problem(folder: Path, *, classmates: Iterable[Path] = ()) -> str:
+    """Why a student's own folder cannot be graded as theirs: a link in it that leads out
+    (the submission could import or open it), a folder that cannot be listed, or one far
+    too large. "" where it can."""
+    others = list(classmates)
+    try:
+        for path in walk(folder):
+            if problem := link_problem(path, folder=folder, classmates=others):
+                where = _relative(path.parent, folder)
+                return problem if where == "." else f"{where}/{problem}"
+    except ValueError as exc:
+        return f"{folder.name}/ holds {exc}: not a lab submission"
+    except OSError as exc:
+        return f"{folder.name}/ cannot be read ({exc.strerror or exc})"
+    return ""
+
+
+def folder_digest(folder: Path) -> str:
+    """A hash of everything under a student's folder the submission could import or open:
+    each regular file's path and bytes (past DIGEST_BYTES_LIMIT in all, its size and
+    modification time), each link's path and target. Raises OSError, ValueError as walk."""
+    digest = hashlib.sha256()
+    budget = DIGEST_BYTES_LIMIT
+    for path in walk(folder):
+        info = path.lstat()
+        name = path.relative_to(folder).as_posix().encode("utf-8", "surrogateescape")
+        digest.update(name + b"\0")
+        if stat.S_ISLNK(info.st_mode):
+            digest.update(b"link\0" + os.fsencode(os.readlink(path)) + b"\0")
+        elif stat.S_ISREG(info.st_mode) and info.st_size <= budget:
+            budget -= info.st_size
+            digest.update(b"file\0" + read_bytes(path, limit=info.st_size) + b"\0")
+        else:
+            digest.update(f"{stat.S_IFMT(info.st_mode)}:{info.st_size}:{info.st_mtime_ns}\0"
+                          .encode())
+    return digest.hexdigest()
+
+
+class NotAFileError(OSError):
+    """The path is not a regular file (a FIFO, a device, a folder, a link at the last step)."""
+
+
+def read_bytes(path: Path, *, limit: int) -> bytes:
+    """The bytes of the regular file at `path`, opened without following a link at the last
+    step and without blocking; OSError (NotAFileError for anything but a regular file),
+    ValueError where it holds more than `limit` bytes."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if path.is_symlink():
+            raise NotAFileError(f"{path.name} is a symbolic link") from exc
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotAFileError(f"{path.name} is not a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path.name} holds more than {limit} bytes")
+    return data
