@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.student_files import (
-    classmate_link,
     display_name,
     folder_problem,
     link_problem,
@@ -51,17 +50,9 @@ def _candidates(folder: Path) -> list[Path]:
 
 def outside(path: Path, root: Path, *, classmates: Iterable[Path] = ()) -> str:
     """Why `path`, an entry of the class folder `root`, must not be read for its student
-    ("" when it may): a link to nothing, one that resolves outside the class folder, or one
-    to another student's entry."""
-    if not path.is_symlink():
-        return ""
-    try:
-        target = path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return f"{path.name} is a symbolic link to nothing"
-    if not target.is_relative_to(root.resolve()):
-        return f"{path.name} is a symbolic link that leads outside the submissions folder"
-    return classmate_link(path, target, classmates)
+    ("" when it may): a link to nothing, to another student's entry, or out of the class."""
+    return link_problem(path, within=root, where="the submissions folder",
+                        classmates=classmates)
 
 
 def _pick(folder: Path, filename: str) -> Path | str:
@@ -114,7 +105,7 @@ def _student_folder(folder: Path, root: Path, filename: str, classmates: list[Pa
     others = [c for c in classmates if c != folder]
     if problem := folder_problem(picked.parent, classmates=others):
         return Found(student, None, problem)
-    if problem := link_problem(picked, folder=picked.parent, classmates=others):
+    if problem := link_problem(picked, within=picked.parent, classmates=others):
         return Found(student, None, problem)
     return Found(student, picked, own_folder=True)
 

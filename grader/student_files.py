@@ -84,20 +84,22 @@ def _relative(path: Path, root: Path) -> str:
         return path.name
 
 
-def link_problem(path: Path, *, folder: Path, classmates: Iterable[Path] = ()) -> str:
-    """Why the link at `path` must not be followed for a student whose own folder is
-    `folder` ("" where it stays inside, or `path` is no link). `classmates` are the other
-    students' entries, so that a link to one of them is named as such."""
+def link_problem(path: Path, *, within: Path, where: str = "the student's folder",
+                 classmates: Iterable[Path] = ()) -> str:
+    """Why the link at `path` must not be followed ("" where `path` is no link, or leads to
+    a place inside `within`, described as `where`, that is no classmate's): a link to
+    nothing, to another student's entry (one of `classmates`), or out of `within`."""
     if not path.is_symlink():
         return ""
     try:
         target = path.resolve(strict=True)
     except (OSError, RuntimeError):
         return f"{path.name} is a symbolic link to nothing"
-    if target.is_relative_to(folder.resolve()):
-        return ""
-    return (classmate_link(path, target, classmates)
-            or f"{path.name} is a symbolic link that leads outside the student's folder")
+    if classmate := classmate_link(path, target, classmates):
+        return classmate
+    if not target.is_relative_to(within.resolve()):
+        return f"{path.name} is a symbolic link that leads outside {where}"
+    return ""
 
 
 def classmate_link(path: Path, target: Path, classmates: Iterable[Path]) -> str:
@@ -136,7 +138,7 @@ def folder_problem(folder: Path, *, classmates: Iterable[Path] = ()) -> str:
     others = list(classmates)
     try:
         for path in walk(folder):
-            if problem := link_problem(path, folder=folder, classmates=others):
+            if problem := link_problem(path, within=folder, classmates=others):
                 where = _relative(path.parent, folder)
                 return problem if where == "." else f"{where}/{problem}"
     except ValueError as exc:

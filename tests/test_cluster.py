@@ -66,6 +66,12 @@ def verdicts(out: Path) -> dict[str, list[tuple[str, str, str, float, str]]]:
 
 def test_a_local_cluster_grades_the_class_as_a_local_grade_does(tmp_path: Path) -> None:
     subs = a_class(tmp_path / "subs")
+    # Names a folding would merge, a malformed notebook, a link to a classmate: one row each.
+    (subs / "Mary Ann.py").write_text((KNOWN / "reference_copy.py").read_text())
+    (subs / "Mary_Ann.py").write_text((KNOWN / "sgd_step_data_add_temp.py").read_text())
+    (subs / "nb.ipynb").write_text('{"nbformat": 4, "cells": [{"cell_type": "code", '
+                                   '"source": 42}]}')
+    (subs / "mallory.py").symlink_to("Mary Ann.py")
     grade_class(subs, options=options(tmp_path / "here"))
     result = grade_class(subs, options=options(tmp_path / "there", cluster="local:2"))
     assert result.cluster_workers == 2
@@ -74,6 +80,11 @@ def test_a_local_cluster_grades_the_class_as_a_local_grade_does(tmp_path: Path) 
     alice = next(r for r in load_reports(tmp_path / "there") if r.student == "alice")
     assert alice.score == alice.max_score  # its helper module travelled with it
     assert {r.student for r in load_reports(tmp_path / "there")} >= {"alice", "broken"}
+    students = [row["student"] for row in gradebook(tmp_path / "there")]
+    assert sorted(students) == sorted(p.stem for p in subs.iterdir())
+    rows = {row["student"]: row for row in gradebook(tmp_path / "there")}
+    assert rows["Mary Ann"]["percent"] == "100.0" != rows["Mary_Ann"]["percent"]
+    assert rows["nb"]["status"] == rows["mallory"]["status"] == "not gradable"
 
 
 def listening() -> set[tuple[str, int]]:
