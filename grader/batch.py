@@ -141,7 +141,8 @@ def _read(found: Found, filename: str) -> Submission | str:
     except SubmissionError as exc:
         return str(exc)
     except Exception as exc:  # a reader's gap must cost one row, not the class
-        return f"{found.path.name}: cannot be read ({type(exc).__name__}: {exc})"
+        said = " ".join(str(exc).split())[:200]  # one line, whatever the exception holds
+        return f"{found.path.name}: cannot be read ({type(exc).__name__}: {said})"
     return submission  # an empty one is the engine's to say (as in check)
 
 

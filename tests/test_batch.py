@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from grader.batch import BatchOptions, grade_class, load_reports
+from grader.batch import BatchOptions, Pending, grade_class, load_reports, prepare
 from grader.engine import CheckOptions
 from grader.layouts import discover
 from grader.models import Limits
@@ -259,3 +262,31 @@ def test_a_flagged_submission_is_listed_for_the_instructor_and_neutral_for_the_s
     assert "flagged for review" in feedback and "_getframe" not in feedback
     table = rows(out)
     assert table["bob"]["score"] == table["alice"]["score"]  # flag: the points stay
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["cells", "cell_type", "source", "metadata", "nbgrader", "grade",
+                         "nbformat", "nbformat_minor", "code", "x"]), inner, max_size=5),
+    max_leaves=30)
+
+
+@given(data=st.one_of(st.binary(max_size=3000),
+                      json_values.map(lambda value: json.dumps(value).encode())),
+       suffix=st.sampled_from([".py", ".ipynb"]))
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_bytes_in_a_students_file_are_their_row_or_their_submission(
+        tmp_path: Path, data: bytes, suffix: str) -> None:
+    folder = tmp_path / f"class{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    (folder / f"ann{suffix}").write_bytes(data)
+    (found,) = discover(folder, filename="optimizer.py")
+    prepared = prepare(found, options(tmp_path / "out"))
+    if isinstance(prepared, Pending):
+        assert prepared.submission.source is not None
+    else:
+        report, reused = prepared
+        assert not reused and report.student == "ann" and report.error
+        assert "\n" not in report.error and len(report.error) < 400
