@@ -138,3 +138,17 @@ def test_cells_map_lines_of_the_joined_code_back() -> None:
     assert submission.cell_of(3) is None  # the blank line between cells
     text = 'File "/tmp/x/submission3/submission.py", line 4, in f'
     assert own_traceback(text, submission) == 'File "a.ipynb", cell 5, line 1, in f'
+
+
+def test_a_notebook_cell_after_cell_magics_is_named_by_its_own_cell_and_line(
+        tmp_path: Path, sandbox: Sandbox) -> None:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(SOURCE),
+                      nbformat.v4.new_code_cell("%%bash\necho one\necho two"),  # left out
+                      nbformat.v4.new_code_cell("%%time\nx = 1\nprint(undefined_name)")]
+    path = tmp_path / "optimizer.ipynb"
+    nbformat.write(notebook, path)
+    failure = _grade(path, sandbox).import_error
+    assert failure is not None
+    assert (failure.error_type, failure.cell, failure.cell_line) == ("NameError", 3, 3)
+    assert failure.got == "NameError at cell 3, line 3: `print(undefined_name)`"

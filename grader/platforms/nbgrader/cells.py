@@ -8,19 +8,29 @@ runs, so grading a notebook never grades itself from inside the submission.
 from __future__ import annotations
 
 import ast
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
 
 def is_autograder_test(cell: Mapping[str, Any]) -> bool:
-    """An nbgrader autograder test cell: graded, not a student's answer."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
+    """An nbgrader autograder test cell: graded, not a student's answer. `grade` and
+    `solution` are read as nbgrader reads them (truthy values); any other shape of metadata
+    (not an object, no nbgrader object in it) makes the cell the student's."""
+    metadata = cell.get("metadata") if isinstance(cell, Mapping) else None
+    meta = metadata.get("nbgrader") if isinstance(metadata, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return False
     return bool(meta.get("grade")) and not meta.get("solution")
 
 
 def is_grader_cell(source: str) -> bool:
     """A cell that imports `grader.notebook` or calls `grade_function`: the grader's, not the
     student's code. A cell that does not parse is the student's (its error is reported)."""
+    # Python reads identifiers as their NFKC form: a cell whose NFKC form names neither is not
+    # the grader's, and is not parsed here (a syntax tree costs hundreds of bytes a node).
+    if "grade" not in unicodedata.normalize("NFKC", source):
+        return False
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
