@@ -166,6 +166,9 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
     if not submission.source.strip():
         return _nothing_to_grade(submission, lab, options, "is empty" if
                                  submission.path.suffix != ".ipynb" else "has no code cells")
+    if not submission.source.isascii() and not _encodes(submission.source):
+        return _nothing_to_grade(submission, lab, options, "holds text that is not Unicode "
+                                 "(a lone surrogate): save it as UTF-8")
     with contextlib.ExitStack() as stack:
         if sandbox is None:
             sandbox = stack.enter_context(Sandbox([lab]))
@@ -196,6 +199,16 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
                                      "import_error": failed_import, "output": printed,
                                      "protections": protections,
                                      "integrity": observed.job.outcome.static.anywhere})
+
+
+def _encodes(source: str) -> bool:
+    """Whether `source` can be written as UTF-8 for the child (a kernel's history can hold
+    lone surrogates that no file can)."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def grade_upload(folder: Path, *, lab: str, options: CheckOptions) -> Report:

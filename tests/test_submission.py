@@ -406,3 +406,15 @@ def test_a_correct_notebook_with_cell_magics_gets_full_marks(tmp_path: Path) -> 
     report = check_submission(path, lab="optim", options=CheckOptions(device="cpu"))
     assert report.import_error is None
     assert report.score == report.max_score > 0
+
+
+def test_a_source_no_file_can_hold_is_one_line_not_a_crash() -> None:
+    """A kernel's history can hold a lone surrogate (the nbgrader path builds a Submission
+    from it); writing it for the child would raise in the grading process."""
+    from grader.engine import CheckOptions, grade_submission
+    from grader.submission import Submission
+
+    report = grade_submission(Submission(Path("ps1.ipynb"), "x = '\udcff'\n"), lab="optim",
+                              options=CheckOptions(device="cpu"))
+    assert report.error == ("ps1.ipynb holds text that is not Unicode (a lone surrogate): "
+                            "save it as UTF-8")
