@@ -39,7 +39,7 @@ from grader.models import Report, add_phases
 from grader.sandbox import Sandbox
 from grader.sandbox.limits import held_slot, release_freed_memory
 from grader.sandbox.runner import BATCH_PRELOAD
-from grader.student_files import file_stem, folder_digest
+from grader.student_files import file_stem, folder_digest, one_line
 from grader.submission import Submission, SubmissionError, load_submission
 from grader.summary import ClassSummary, Standing, standing, summarize, summary_text
 from grader.views import View
@@ -141,8 +141,7 @@ def _read(found: Found, filename: str) -> Submission | str:
     except SubmissionError as exc:
         return str(exc)
     except Exception as exc:  # a reader's gap must cost one row, not the class
-        said = " ".join(str(exc).split())[:200]  # one line, whatever the exception holds
-        return f"{found.path.name}: cannot be read ({type(exc).__name__}: {said})"
+        return one_line(f"{found.path.name}: cannot be read ({type(exc).__name__}: {exc})")
     return submission  # an empty one is the engine's to say (as in check)
 
 
@@ -230,7 +229,9 @@ def prepare(found: Found, options: BatchOptions) -> tuple[Report, bool] | Pendin
     try:
         folder = _folder_digest(submission)
     except (OSError, ValueError) as exc:
-        return grading_failed(found, f"{found.student}/ cannot be read ({exc})", options), False
+        why = exc.strerror if isinstance(exc, OSError) else exc
+        return grading_failed(found, one_line(f"{found.student}/ cannot be read ({why})"),
+                              options), False
     digest = submission_hash(submission.source, lab=options.lab, options=options.check,
                              folder=folder)
     previous = _previous(options.out, found.student)
@@ -241,7 +242,7 @@ def prepare(found: Found, options: BatchOptions) -> tuple[Report, bool] | Pendin
 
 def grading_failed(found: Found, error: str, options: BatchOptions, digest: str = "") -> Report:
     """The error row of a student who could not be graded (`error` says why)."""
-    report = error_report(lab=options.lab, submission=str(found.path or found.student),
+    report = error_report(lab=options.lab, submission=one_line(str(found.path or found.student)),
                           error=error, options=options.check)
     return stamped(report, found, digest)
 

@@ -15,14 +15,17 @@ a classmate's file would earn that classmate's marks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.student_files import (
+    NO_CLASSMATES,
+    Classmates,
     display_name,
     folder_problem,
+    is_text,
     link_problem,
+    one_line,
     same_person,
 )
 
@@ -41,14 +44,14 @@ class Found:
 
 
 def _candidates(folder: Path) -> list[Path]:
-    """Entries named like source files, whatever they are (a link, a FIFO: the reader refuses
-    what it cannot read, with a row; nothing is skipped unseen)."""
+    """Entries named like source files (`.py`, `.PY`), whatever they are (a link, a FIFO:
+    the reader refuses what it cannot read, with a row; nothing is skipped unseen)."""
     return sorted(p for p in folder.iterdir()
-                  if p.suffix in SOURCE_SUFFIXES and not p.name.startswith(".")
+                  if p.suffix.lower() in SOURCE_SUFFIXES and not p.name.startswith(".")
                   and (p.is_symlink() or not p.is_dir()))
 
 
-def outside(path: Path, root: Path, *, classmates: Iterable[Path] = ()) -> str:
+def outside(path: Path, root: Path, *, classmates: Classmates = NO_CLASSMATES) -> str:
     """Why `path`, an entry of the class folder `root`, must not be read for its student
     ("" when it may): a link to nothing, to another student's entry, or out of the class."""
     return link_problem(path, within=root, where="the submissions folder",
@@ -91,10 +94,14 @@ def _in_student_folder(folder: Path, filename: str) -> Path | str:
     return direct
 
 
-def _student_folder(folder: Path, root: Path, filename: str, classmates: list[Path]) -> Found:
-    """One student's folder: their file, or why none can be graded as theirs."""
+def _student_folder(folder: Path, root: Path, filename: str, classmates: Classmates
+                    ) -> Found:
+    """One student's folder: their file, or why none can be graded as theirs. Every link
+    in it is judged, not only the file's: an assignment folder may be the link."""
     student = display_name(folder.name)
-    if problem := outside(folder, root, classmates=classmates):
+    if problem := outside(folder, root, classmates=classmates) or _not_text(folder.name):
+        return Found(student, None, problem)
+    if problem := folder_problem(folder, classmates=classmates, besides=folder):
         return Found(student, None, problem)
     try:
         picked = _in_student_folder(folder, filename)
@@ -102,12 +109,19 @@ def _student_folder(folder: Path, root: Path, filename: str, classmates: list[Pa
         return Found(student, None, f"{student}/ cannot be read ({exc.strerror or exc})")
     if isinstance(picked, str):
         return Found(student, None, picked)
-    others = [c for c in classmates if c != folder]
-    if problem := folder_problem(picked.parent, classmates=others):
-        return Found(student, None, problem)
-    if problem := link_problem(picked, within=picked.parent, classmates=others):
-        return Found(student, None, problem)
     return Found(student, picked, own_folder=True)
+
+
+def _not_text(name: str) -> str:
+    """What to say of a name that is not UTF-8 (no report, gradebook or LMS can hold it)."""
+    return "" if is_text(name) else (f"the name {display_name(name)} is not UTF-8 text, "
+                                     "which no gradebook or LMS can hold: rename it")
+
+
+def _flat_file(path: Path, root: Path, classmates: Classmates) -> Found:
+    student = display_name(path.stem)
+    problem = outside(path, root, classmates=classmates) or _not_text(path.name)
+    return Found(student, None, problem) if problem else Found(student, path)
 
 
 def discover(root: Path, *, filename: str) -> list[Found]:
@@ -115,15 +129,10 @@ def discover(root: Path, *, filename: str) -> list[Found]:
     if (root / "submitted").is_dir():
         root = root / "submitted"  # an nbgrader course folder
     files, folders = _candidates(root), _subfolders(root)
-    classmates = files + folders
+    classmates = Classmates(files + folders)
     found: dict[str, list[Found]] = {}
-    for path in files:
-        student = display_name(path.stem)
-        problem = outside(path, root, classmates=classmates)
-        found.setdefault(student, []).append(
-            Found(student, None, problem) if problem else Found(student, path))
-    for folder in folders:
-        entry = _student_folder(folder, root, filename, classmates)
+    for entry in [*(_flat_file(path, root, classmates) for path in files),
+                  *(_student_folder(folder, root, filename, classmates) for folder in folders)]:
         found.setdefault(entry.student, []).append(entry)
     twins = same_person(found)
     result = []
@@ -138,4 +147,5 @@ def discover(root: Path, *, filename: str) -> list[Found]:
         else:
             names = ", ".join(e.path.name if e.path else f"{student}/" for e in entries)
             result.append(Found(student, None, f"several submissions for {student}: {names}"))
-    return result
+    return [replace(entry, error=one_line(entry.error)) if entry.error else entry
+            for entry in result]

@@ -35,16 +35,35 @@ _LONGEST_STEM = 160
 FOLDER_ENTRIES_LIMIT = 20_000
 # Bytes of a student's folder read into its digest; past it, files count by size and time.
 DIGEST_BYTES_LIMIT = 64 * 1024**2
+VERSION_CONTROL = frozenset({".git", ".hg", ".svn"})
+
+
+MESSAGE_CHARS = 300  # a message about a student's files: one line, at most this long
+
+
+def one_line(text: str) -> str:
+    """`text` as one printable line of at most MESSAGE_CHARS: names in it are the student's
+    (a file name may hold a newline, or bytes that are not UTF-8)."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:MESSAGE_CHARS * 2])
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
+
+
+def is_text(raw: str) -> bool:
+    """Whether a name from the file system is UTF-8 text (Python keeps other bytes as lone
+    surrogates, which no report, CSV or JSON file can hold)."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def display_name(raw: str) -> str:
     """A name from the file system as text that can be written anywhere: a name that is not
-    UTF-8 (Python keeps its bytes as surrogates) shows each such byte as `\\xNN`."""
-    try:
-        raw.encode("utf-8")
-    except UnicodeEncodeError:
-        return raw.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return raw
+    UTF-8 shows each such byte as `\\xNN` (such a student is refused, with a row)."""
+    if is_text(raw):
+        return raw
+    return raw.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def file_stem(student: str) -> str:
@@ -77,45 +96,53 @@ def same_person(names: Iterable[str]) -> dict[str, list[str]]:
             for group in groups.values() if len(group) > 1 for name in group}
 
 
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.name
+class Classmates:
+    """The class's entries (files and folders named by student), indexed once per class so
+    that a link is told apart from a classmate's in the depth of its target, not the size
+    of the class."""
+
+    def __init__(self, entries: Iterable[Path]) -> None:
+        self._by_place = {entry.parent.resolve() / entry.name: entry for entry in entries}
+
+    def reached(self, target: Path, *, besides: Path, holding: bool = True) -> Path | None:
+        """The entry (not `besides`) that `target` is, lies in, or (with `holding`) holds."""
+        for place in (target, *target.parents):
+            entry = self._by_place.get(place)
+            if entry is not None and entry != besides:
+                return entry
+        if holding and target.is_dir():  # a folder that holds a classmate: `zed -> .`
+            for place, entry in self._by_place.items():
+                if entry != besides and place.is_relative_to(target):
+                    return entry
+        return None
+
+
+NO_CLASSMATES = Classmates(())
 
 
 def link_problem(path: Path, *, within: Path, where: str = "the student's folder",
-                 classmates: Iterable[Path] = ()) -> str:
+                 classmates: Classmates = NO_CLASSMATES, besides: Path | None = None) -> str:
     """Why the link at `path` must not be followed ("" where `path` is no link, or leads to
     a place inside `within`, described as `where`, that is no classmate's): a link to
-    nothing, to another student's entry (one of `classmates`), or out of `within`."""
+    nothing, to another student's entry (one of `classmates` but `besides`, the student's
+    own), or out of `within`."""
     if not path.is_symlink():
         return ""
     try:
         target = path.resolve(strict=True)
     except (OSError, RuntimeError):
         return f"{path.name} is a symbolic link to nothing"
-    if classmate := classmate_link(path, target, classmates):
-        return classmate
-    if not target.is_relative_to(within.resolve()):
-        return f"{path.name} is a symbolic link that leads outside {where}"
-    return ""
-
-
-def classmate_link(path: Path, target: Path, classmates: Iterable[Path]) -> str:
-    """What to say of a link from `path` to `target` where the target is (or is inside)
-    another student's entry; "" where it is not."""
-    for other in classmates:
-        place = other.parent.resolve() / other.name  # the entry itself, not where it leads
-        if other != path and (target == place or target.is_relative_to(place)):
-            return (f"{path.name} is a symbolic link to {other.name}, another student's "
-                    "submission")
-    return ""
+    inside = target.is_relative_to(within.resolve())
+    if other := classmates.reached(target, besides=besides or path, holding=inside):
+        return f"{path.name} is a symbolic link to {other.name}, another student's submission"
+    return "" if inside else f"{path.name} is a symbolic link that leads outside {where}"
 
 
 def walk(folder: Path) -> Iterator[Path]:
-    """Every entry under `folder`, links listed but never entered; OSError where a folder
-    cannot be listed, ValueError past FOLDER_ENTRIES_LIMIT entries."""
+    """Every entry under `folder`, links listed but never entered, a version-control folder
+    listed but not entered (the grader reads nothing there, and a checkout's objects would
+    count against the limit); OSError where a folder cannot be listed, ValueError past
+    FOLDER_ENTRIES_LIMIT entries."""
     count = 0
     stack = [folder]
     while stack:
@@ -127,35 +154,38 @@ def walk(folder: Path) -> Iterator[Path]:
                     raise ValueError(f"more than {FOLDER_ENTRIES_LIMIT} files")
                 path = Path(entry.path)
                 yield path
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_dir(follow_symlinks=False) and entry.name not in VERSION_CONTROL:
                     stack.append(path)
 
 
-def folder_problem(folder: Path, *, classmates: Iterable[Path] = ()) -> str:
+def folder_problem(folder: Path, *, classmates: Classmates = NO_CLASSMATES,
+                   besides: Path | None = None) -> str:
     """Why a student's own folder cannot be graded as theirs: a link in it that leads out
-    (the submission could import or open it), a folder that cannot be listed, or one far
-    too large. "" where it can."""
-    others = list(classmates)
+    (the submission could import or open it, or be another's), a folder that cannot be
+    listed, or one far too large. "" where it can. `besides`: the student's own entry."""
     try:
         for path in walk(folder):
-            if problem := link_problem(path, within=folder, classmates=others):
-                where = _relative(path.parent, folder)
-                return problem if where == "." else f"{where}/{problem}"
+            if problem := link_problem(path, within=folder, classmates=classmates,
+                                       besides=besides):
+                where = path.parent.relative_to(folder).as_posix()
+                return one_line(problem if where == "." else f"{where}/{problem}")
     except ValueError as exc:
-        return f"{folder.name}/ holds {exc}: not a lab submission"
+        return one_line(f"{folder.name}/ holds {exc}: not a lab submission")
     except OSError as exc:
-        return f"{folder.name}/ cannot be read ({exc.strerror or exc})"
+        return one_line(f"{folder.name}/ cannot be read ({exc.strerror or exc})")
     return ""
 
 
 def folder_digest(folder: Path) -> str:
     """A hash of everything under a student's folder the submission could import or open:
-    each regular file's path and bytes (past DIGEST_BYTES_LIMIT in all, its size and
-    modification time), each link's path and target. Raises OSError, ValueError as walk."""
+    each Python file's path and bytes, then other regular files' (past DIGEST_BYTES_LIMIT
+    in all, their size and modification time), each link's path and target. Raises
+    OSError, ValueError as walk."""
     digest = hashlib.sha256()
     budget = DIGEST_BYTES_LIMIT
-    for path in walk(folder):
-        info = path.lstat()
+    entries = sorted(((path, path.lstat()) for path in walk(folder)),
+                     key=lambda item: (item[0].suffix != ".py", str(item[0])))
+    for path, info in entries:
         name = path.relative_to(folder).as_posix().encode("utf-8", "surrogateescape")
         digest.update(name + b"\0")
         if stat.S_ISLNK(info.st_mode):

@@ -23,7 +23,7 @@ from pathlib import Path
 from grader import feedback
 from grader.errors import UsageError
 from grader.platforms.nbgrader.cells import is_autograder_test, is_grader_cell
-from grader.student_files import NotAFileError, read_bytes
+from grader.student_files import NotAFileError, one_line, read_bytes
 
 
 class SubmissionError(UsageError):
@@ -36,21 +36,12 @@ SOURCE_LIMIT = 1024**2  # bytes of Python source, from a .py file or a notebook'
 NOTEBOOK_LIMIT = 10 * 1024**2  # bytes of .ipynb (outputs and images included)
 
 
-MESSAGE_CHARS = 300  # a SubmissionError's message: one line, at most this long
-
-
-def _one_line(text: str) -> str:
-    """`text` as one printable line of at most MESSAGE_CHARS (a file name may hold a newline)."""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:MESSAGE_CHARS * 2])
-    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
-
-
 def _error(path: Path, why: str) -> SubmissionError:
-    return SubmissionError(_one_line(f"{path.name}: {why}"))
+    return SubmissionError(one_line(f"{path.name}: {why}"))
 
 
 def _too_large(path: Path, size: int, limit: int, what: str) -> SubmissionError:
-    return SubmissionError(_one_line(
+    return SubmissionError(one_line(
         f"{path.name} is {size / 1024**2:.1f} MiB of {what}; the grader reads at most "
         f"{limit // 1024**2} MiB (is a data file included?)"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from grader.batch import BatchOptions, Pending, grade_class, load_reports, prepare
 from grader.engine import CheckOptions
 from grader.layouts import discover
-from grader.models import Limits
+from grader.models import Limits, Report
 
 KNOWN = Path(__file__).parent / "submissions" / "optim"
 
@@ -272,21 +273,33 @@ json_values = st.recursive(
     max_leaves=30)
 
 
+file_names = st.one_of(
+    st.text(st.characters(blacklist_characters="/\0", blacklist_categories=["Cs"]),
+            min_size=1, max_size=40),
+    st.binary(min_size=1, max_size=30).filter(lambda raw: b"/" not in raw and b"\0" not in raw)
+    .map(os.fsdecode)).filter(lambda name: not name.startswith(".") and name not in ("..",))
+
+
 @given(data=st.one_of(st.binary(max_size=3000),
                       json_values.map(lambda value: json.dumps(value).encode())),
-       suffix=st.sampled_from([".py", ".ipynb"]))
+       suffix=st.sampled_from([".py", ".ipynb"]), name=file_names)
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_bytes_in_a_students_file_are_their_row_or_their_submission(
-        tmp_path: Path, data: bytes, suffix: str) -> None:
+        tmp_path: Path, data: bytes, suffix: str, name: str) -> None:
     folder = tmp_path / f"class{len(list(tmp_path.iterdir()))}"
     folder.mkdir()
-    (folder / f"ann{suffix}").write_bytes(data)
+    try:
+        (folder / f"{name}{suffix}").write_bytes(data)
+    except OSError:  # a name too long for this file system
+        return
     (found,) = discover(folder, filename="optimizer.py")
     prepared = prepare(found, options(tmp_path / "out"))
     if isinstance(prepared, Pending):
-        assert prepared.submission.source is not None
+        assert found.error == ""
+        prepared.submission.source.encode("utf-8")  # what the child is handed: never raises
     else:
         report, reused = prepared
-        assert not reused and report.student == "ann" and report.error
-        assert "\n" not in report.error and len(report.error) < 400
+        assert not reused and report.student == found.student and report.error
+        assert "\n" not in report.error and len(report.error) <= 300
+        assert Report.model_validate_json(report.model_dump_json()) == report  # it can be saved

@@ -97,11 +97,13 @@ def test_the_digest_covers_every_file_beside_the_submission(tmp_path: Path) -> N
     (own / "optimizer.py").write_text("from helper import *\n")
     (own / "helper.py").write_text(SOLUTION)
     before = folder_digest(own)
+    assert folder_digest(own) == before  # the same folder, the same digest
     (own / "helper.py").write_text(SOLUTION.replace("pass", "return None"))
-    assert folder_digest(own) != before
+    changed = folder_digest(own)
+    assert changed != before
     (own / "data").mkdir()
     (own / "data" / "x.txt").write_text("1")
-    assert folder_digest(own) not in (before,)
+    assert folder_digest(own) != changed
 
 
 def test_links_to_a_classmate_are_refused_in_every_layout(tmp_path: Path) -> None:
@@ -118,7 +120,14 @@ def test_links_to_a_classmate_are_refused_in_every_layout(tmp_path: Path) -> Non
     (folders / "eve").mkdir()
     (folders / "eve" / "optimizer.py").write_text("from helper import *\n")
     (folders / "eve" / "helper.py").symlink_to("../bob/optimizer.py")
+    (folders / "zed").symlink_to(".")  # a folder holding every classmate
+    (folders / "ivy" / "ps1").mkdir(parents=True)
+    (folders / "ivy" / "ps1" / "optimizer.py").write_text(SOLUTION)
+    (folders / "oscar").mkdir()
+    (folders / "oscar" / "ps1").symlink_to("../ivy/ps1")  # the assignment folder is the link
+    (flat / "zed").symlink_to(".")
     found = {f.student: f for f in discover(flat, filename="optimizer.py")}
+    assert found["zed"].error == "zed is a symbolic link to bob.py, another student's submission"
     assert found["mallory"].path is None
     assert found["mallory"].error == ("mallory.py is a symbolic link to bob.py, another "
                                       "student's submission")
@@ -128,6 +137,9 @@ def test_links_to_a_classmate_are_refused_in_every_layout(tmp_path: Path) -> Non
                                       "student's submission")
     assert found["trudy"].error == "trudy is a symbolic link to bob, another student's submission"
     assert found["eve"].error == "helper.py is a symbolic link to bob, another student's submission"
+    assert "another student's submission" in found["zed"].error
+    assert found["oscar"].error == "ps1 is a symbolic link to ivy, another student's submission"
+    assert found["ivy"].path is not None
 
 
 def test_colliding_and_twin_names_each_get_one_entry(tmp_path: Path) -> None:
@@ -139,8 +151,10 @@ def test_colliding_and_twin_names_each_get_one_entry(tmp_path: Path) -> None:
     found = {f.student: f for f in discover(tmp_path, filename="optimizer.py")}
     assert set(found) == {"Mary Ann", "Mary_Ann", "li_wei", "li~wei", "Alice", "alice", nfc,
                           nfd, "fifo", "caf\\xe9"}
-    for graded in ("Mary Ann", "Mary_Ann", "li_wei", "li~wei", "caf\\xe9"):
+    for graded in ("Mary Ann", "Mary_Ann", "li_wei", "li~wei"):
         assert found[graded].path is not None, graded
+    assert found["caf\\xe9"].error == ("the name caf\\xe9.py is not UTF-8 text, which no "
+                                       "gradebook or LMS can hold: rename it")
     assert "`Alice` and `alice` differ only in case" in found["alice"].error
     assert found["Alice"].error == found["alice"].error and found["Alice"].path is None
     assert found[nfc].path is None and found[nfd].path is None

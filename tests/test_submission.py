@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from grader.engine import CheckOptions, check_submission
 from grader.platforms.nbgrader.cells import is_autograder_test
+from grader.student_files import MESSAGE_CHARS
 from grader.submission import (
-    MESSAGE_CHARS,
     PYTHON_CELL_MAGICS,
     Submission,
     SubmissionError,

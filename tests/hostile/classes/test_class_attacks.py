@@ -20,6 +20,7 @@ import pytest
 from grader.batch import BatchOptions, grade_class, load_reports
 from grader.engine import CheckOptions, grade_upload
 from grader.models import Limits
+from grader.student_files import display_name
 
 ROOT = Path(__file__).resolve().parents[3]
 KNOWN = ROOT / "tests" / "submissions" / "optim"
@@ -67,18 +68,22 @@ def test_a_class_of_folding_names_links_and_bad_files_keeps_one_row_each(tmp_pat
          "cells": [{"cell_type": "code", "source": 42, "metadata": {}, "outputs": []}]}))
     (subs / "fred.ipynb").write_text('{"nbformat": 5, "cells": []}')
     (subs / "gus.ipynb").write_text("[" * 100_000 + "]" * 100_000)
+    (subs / os.fsdecode(b"caf\xe9.py")).write_text(CORRECT)  # a name that is not UTF-8
+    (subs / "Hal.PY").write_text(CORRECT)  # a suffix in capitals is still a submission
+    (subs / "zed").symlink_to(".")  # a folder that holds every classmate
     out = tmp_path / "out"
     result = grade_class(subs, options=options(out))
     table = rows(out)
     students = [row["student"] for row in table]
-    found = sorted(p.stem for p in subs.iterdir())
+    found = sorted(display_name(p.stem) for p in subs.iterdir())
     assert sorted(students) == sorted(found) and len(set(students)) == len(students)
     assert result.students == len(found)
     by = {row["student"]: row for row in table}
     assert by["Mary Ann"]["percent"] == "100.0" and by["li~wei"]["percent"] == "100.0"
     assert float(by["Mary_Ann"]["percent"]) < 100 and float(by["li_wei"]["percent"]) < 100
+    assert by["Hal"]["percent"] == "100.0"
     for twin in (nfc, nfd, "Kim", "kim", "mallory", "peek", "fifo", "nul", "erin", "fred",
-                 "gus"):
+                 "gus", "caf\\xe9", "zed"):
         assert by[twin]["status"] == "not gradable", (twin, by[twin])
         assert "\n" not in by[twin]["error"] and by[twin]["error"], twin
     assert "another student's submission" in by["mallory"]["error"]
