@@ -383,14 +383,35 @@ def nbgrader_group() -> None:
 def nbgrader_source(lab: str, hidden_path: Path | None, project: Path, out: Path,
                     force: bool) -> None:
     """Write the lab's nbgrader source notebook (<lab file>.ipynb) into OUT."""
-    from grader.platforms.nbgrader.source import write_source_notebook
+    from grader.platforms.nbgrader.source import hidden_store_path, write_source_notebook
 
     if not (project / "solutions").is_dir():
         _usage_error(f"{project}: no solutions/ folder here; pass --root PROJECT")
+    hidden = _load_hidden(hidden_path)
     target = write_source_notebook(lab, solutions_root=project / "solutions", out=out,
-                                   hidden=_load_hidden(hidden_path), force=force)
+                                   hidden=hidden, force=force)
+    if hidden is not None:
+        click.echo(f"wrote {hidden_store_path(out, target.stem)}: the hidden cases, which "
+                   "autograde reads there (keep it from students)")
     click.echo(f"wrote {target}; next: `nbgrader generate_assignment {out.name}` in the course "
                "folder")
+
+
+@nbgrader_group.command("verify")
+@click.argument("course", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("assignment")
+@click.option("--student", "students", multiple=True,
+              help="Regrade only this student (repeat for more).")
+def nbgrader_verify(course: Path, assignment: str, students: tuple[str, ...]) -> None:
+    """Regrade ASSIGNMENT's submitted notebooks in the sandbox and compare each test cell with
+    the points nbgrader's gradebook recorded: a line per student whose points differ; exit 1
+    if any do."""
+    from grader.platforms.nbgrader.verify import verify_assignment
+
+    result = verify_assignment(course, assignment, students=students, on_student=lambda s:
+                               click.echo(s.line()) if s.differs else None)
+    click.echo(result.summary())
+    sys.exit(result.return_code)
 
 
 @main.command("checks")

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import ast
 import copy
+import html
 import json
+import re
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import nbformat
@@ -16,14 +19,24 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import main
-from grader.engine import CheckOptions, check_submission, error_report
+from grader.engine import CheckOptions, check_submission, error_report, hidden_plan
+from grader.errors import UsageError
 from grader.hidden import HiddenFile, load_hidden_file, parse_hidden_text
 from grader.labs import LAB_FILES, get_lab
 from grader.models import Report
 from grader.notebook import NotInNotebookError, grade_function, kernel_source
+from grader.platforms.nbgrader.kernel import HiddenTestsError, cell_hidden
 from grader.platforms.nbgrader.source import (
     BEGIN_HIDDEN,
+    END_HIDDEN,
+    GradeCall,
+    HiddenRef,
+    HiddenStoreError,
+    grade_call,
+    hidden_for,
+    hidden_store_path,
     hidden_toml,
+    read_hidden_store,
     source_notebook,
     split_definitions,
     write_source_notebook,
@@ -57,12 +70,26 @@ def cpu_points(report: Report, *, hidden_cases: bool | None = None) -> dict[str,
     return dict(points)
 
 
+def secrets_of(hidden: HiddenFile) -> set[str]:
+    """Text that only the hidden cases hold: their names, `hide` patterns and TOML lines."""
+    lines = {line.strip() for line in hidden_toml(hidden).splitlines()}
+    return ({c.name for c in hidden.cases} | set(hidden.hide)
+            | {line for line in lines if "=" in line and len(line) >= 8} | {"[[case]]"})
+
+
+def leaked(text: str, secrets: Iterable[str]) -> list[str]:
+    return sorted(secret for secret in secrets if secret in text)
+
+
+REF = HiddenRef("source/ps1.optimizer.hidden.toml", "0123456789abcdef" * 2)
+
+
 @pytest.mark.parametrize("lab", sorted(LAB_FILES))
 def test_source_notebook_has_a_solution_and_a_test_cell_per_function(lab: str) -> None:
     from nbgrader.nbgraderformat import MetadataValidator
 
     hidden = load_hidden_file(HIDDEN[lab])
-    notebook = source_notebook(lab, solutions_root=SOLUTIONS, hidden=hidden)
+    notebook = source_notebook(lab, solutions_root=SOLUTIONS, hidden=hidden, hidden_ref=REF)
     MetadataValidator().validate_nb(notebook)  # what generate_assignment checks
     nbformat.validate(notebook)
     functions = get_lab(lab).functions
@@ -77,10 +104,12 @@ def test_source_notebook_has_a_solution_and_a_test_cell_per_function(lab: str) -
         assert test.source.splitlines()[-1].startswith(f'grade_function("{lab}", "{function}"')
         cases = [c.name for c in hidden.cases if c.function == function]
         assert (BEGIN_HIDDEN in test.source) == bool(cases)
-        if cases:  # only this function's cases, as a file the grader reads back
-            text = ast.literal_eval(test.source.split("HIDDEN = ", 2)[2].split("\n###")[0])
-            part = parse_hidden_text(text, source="cell")
-            assert [c.name for c in part.cases] == cases
+        # The cell names the instructor's file, never a case (nbgrader's feedback shows it).
+        assert grade_call(test.source) == GradeCall(lab, function, str(REF) if cases else None)
+        assert not leaked(test.source, secrets_of(hidden))
+        if cases:
+            region = test.source.split(BEGIN_HIDDEN)[1].split(END_HIDDEN)[0]
+            assert region.strip() == f'HIDDEN = "{REF}"'
     # The points add up to what the grader counts on the CPU, hidden cases included.
     possible = error_report(lab=lab, submission="", error="",
                             options=CheckOptions(device="cpu", hidden=hidden)).max_score
@@ -117,6 +146,78 @@ def test_hidden_toml_reads_back_to_the_same_cases() -> None:
     assert parse_hidden_text(text, source="t").model_dump() == hidden.model_dump()
 
 
+def test_hidden_cases_go_beside_the_assignment_never_into_the_notebook(tmp_path: Path) -> None:
+    hidden = load_hidden_file(HIDDEN["optim"])
+    out = tmp_path / "course" / "source" / ASSIGNMENT
+    target = write_source_notebook("optim", solutions_root=SOLUTIONS, hidden=hidden, out=out)
+    store = hidden_store_path(out, NOTEBOOK)
+    assert store == tmp_path / "course" / "source" / "ps1.optimizer.hidden.toml"
+    assert list(out.iterdir()) == [target]  # nothing nbgrader would release or copy
+    written = target.read_text()
+    assert not leaked(written, secrets_of(hidden))
+    calls = [grade_call(c.source) for c in nbformat.read(str(target), as_version=4).cells]
+    refs = {HiddenRef.parse(c.hidden) for c in calls if c is not None and c.hidden}
+    assert len(refs) == 1
+    ref = refs.pop()
+    assert ref is not None
+    assert ref.path == "source/ps1.optimizer.hidden.toml"
+    assert read_hidden_store(store, token=ref.token).model_dump() == hidden.model_dump()
+    # Releasing the results changes no test cell (nbgrader's copy of them stays right) ...
+    released = hidden.model_copy(update={"release": True})
+    write_source_notebook("optim", solutions_root=SOLUTIONS, hidden=released, out=out,
+                          force=True)
+    assert target.read_text() == written
+    assert read_hidden_store(store, token=ref.token).release
+    # ... other cases do, and the old test cells then refuse the new file.
+    other = hidden.model_copy(update={"cases": hidden.cases[:-1]})
+    write_source_notebook("optim", solutions_root=SOLUTIONS, hidden=other, out=out, force=True)
+    assert target.read_text() != written
+    with pytest.raises(HiddenStoreError, match="generate_assignment"):
+        read_hidden_store(store, token=ref.token)
+
+
+def test_a_test_cell_reads_its_cases_from_the_course_and_says_nothing_of_them(
+        tmp_path: Path) -> None:
+    hidden = load_hidden_file(HIDDEN["optim"])
+    course = tmp_path / "course"
+    out = course / "source" / ASSIGNMENT
+    target = write_source_notebook("optim", solutions_root=SOLUTIONS, hidden=hidden, out=out)
+    reference = next(c.hidden for c in map(grade_call, (
+        cell.source for cell in nbformat.read(str(target), as_version=4).cells))
+        if c is not None and c.function == "SGD")
+    assert reference is not None
+    kernel_folder = course / "autograded" / "bob" / ASSIGNMENT  # where autograde runs it
+    planted = kernel_folder / "source" / "ps1.optimizer.hidden.toml"  # the student's folder
+    planted.parent.mkdir(parents=True)
+    planted.write_text(hidden_store_path(out, NOTEBOOK).read_text().replace("4242", "1"))
+    part = cell_hidden(reference, lab="optim", function="SGD", cwd=kernel_folder)
+    expected = hidden_for(hidden, get_lab("optim"), "SGD")
+    assert part is not None and expected is not None
+    assert part.model_dump() == expected.model_dump()  # the instructor's, SGD's part only
+    # An instructor's mistake reaches the student as an error that quotes no case.
+    store = hidden_store_path(out, NOTEBOOK)
+    text = store.read_text()
+    store.write_text(text.replace("seed = 4242", 'seed = "4242-secret"'))
+    with pytest.raises(UsageError, match="4242-secret"):  # what the cases' own check says
+        hidden_plan(get_lab("optim"), read_hidden_store(store))
+    with pytest.raises(HiddenTestsError, match="verify") as wrong:
+        cell_hidden(reference, lab="optim", function="SGD", cwd=kernel_folder)
+    store.unlink()
+    with pytest.raises(HiddenTestsError, match="nbgrader source") as missing:
+        cell_hidden(reference, lab="optim", function="SGD", cwd=kernel_folder)
+    # Cases that test cells held as TOML before references still grade, and fail as quietly.
+    legacy = hidden_toml(expected)
+    again = cell_hidden(legacy, lab="optim", function="SGD", cwd=kernel_folder)
+    assert again is not None and again.model_dump() == expected.model_dump()
+    with pytest.raises(HiddenTestsError) as old_wrong:
+        cell_hidden(legacy.replace("seed = 4242", 'seed = "4242-secret"'), lab="optim",
+                    function="SGD", cwd=kernel_folder)
+    for error in (wrong, missing, old_wrong):
+        message = str(error.value)
+        assert not leaked(message, secrets_of(hidden) | {"4242"}), message
+        assert error.value.__cause__ is None and error.value.__suppress_context__
+
+
 def test_notebook_source_leaves_out_the_grader_cells(tmp_path: Path) -> None:
     notebook = source_notebook("optim", solutions_root=SOLUTIONS)
     extra = nbformat.v4.new_code_cell("import grader.notebook\ngrader.notebook.grade_function("
@@ -136,11 +237,15 @@ def test_kernel_source_is_what_the_kernel_ran() -> None:
                "def f():\n    return 1",
                "%timeit f()\n!ls",
                "from __future__ import annotations\nimport torch",  # a cell run again
-               'from grader.notebook import grade_function\ngrade_function("optim", "SGD")']
+               'from grader.notebook import grade_function\ngrade_function("optim", "SGD")',
+               # the instructor's hidden region, however it reached the history
+               f'HIDDEN = None\n{BEGIN_HIDDEN}\nHIDDEN = "{REF}"\n{END_HIDDEN}',
+               f'def g():\n    return "{REF}"']
     source = kernel_source(history)
     assert source.startswith("from __future__ import annotations\n")
     assert source.count("from __future__") == 1
     assert "def f(:" not in source and "grade_function" not in source
+    assert "HIDDEN" not in source and REF.token not in source and "def g" not in source
     assert "# %timeit f()" in source and "# !ls" in source
     namespace: dict = {}
     exec(compile(source, "kernel", "exec"), namespace)
@@ -215,8 +320,9 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
     release = nbformat.read(str(course / "release" / ASSIGNMENT / source.name), as_version=4)
     crash = ("def zero_grad(params, set_to_none=False):\n    import os\n\n"
              "    os._exit(3)  # ends the process that grades it\n")
+    stubs = {meta(c)["grade_id"]: c.source for c in release.cells if meta(c).get("solution")}
     students = {"alice": reference, "bob": {**reference, "sgd_step_solution": buggy_sgd},
-                "carol": {**reference, "zero_grad_solution": crash}}
+                "carol": {**reference, "zero_grad_solution": crash}, "dave": stubs}
     for student, answers in students.items():
         folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
@@ -247,6 +353,8 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
             elif student == "carol":  # the crash costs zero_grad (and what calls it) only
                 assert cells["zero_grad"].score == 0 < cells["sgd_step"].score
                 assert cells["sgd_step"].score == cells["sgd_step"].max_score
+            elif student == "dave":
+                assert submission.score == 0
             else:
                 lost = {f: g.max_score - g.score for f, g in cells.items() if g.score < g.max_score}
                 assert list(lost) == ["sgd_step"]
@@ -278,3 +386,39 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
     text = "".join(o.get("text", "") for o in crashed["test_zero_grad"].outputs
                    if o.output_type == "stream")
     assert "exit" in text.lower() and "✗" in text
+
+    # Nothing of the hidden cases, nor of the solutions, reaches a student: not in any output
+    # of the autograded notebooks, not in the feedback nbgrader generates from them (which
+    # shows each test cell's source as autograde ran it). See NOTE: [hidden cases outside the
+    # notebook] in grader/platforms/nbgrader/source.py.
+    nbgrader(course, "generate_feedback", ASSIGNMENT)
+    secrets = secrets_of(hidden)
+    solution = solution_lines(nbformat.read(str(source), as_version=4), release)
+    assert {"for p in params:", "bias_correction1 = 1 - beta1**step"} <= solution
+    for student in students:
+        autograded = nbformat.read(str(course / "autograded" / student / ASSIGNMENT
+                                       / source.name), as_version=4)
+        outputs = json.dumps([c.get("outputs", []) for c in autograded.cells],
+                             ensure_ascii=False)
+        page = (course / "feedback" / student / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
+        page = html.unescape(re.sub(r"<[^>]+>", "", page))  # the text a student reads
+        assert "points shown" in page and "hidden checks" in page  # the test cells' feedback
+        assert not leaked(outputs, secrets | solution), student
+        assert not leaked(page, secrets), student
+        if student == "dave":  # the stubs: any solution line on the page is a leak
+            assert not leaked(page, solution)
+
+
+def solution_lines(source: nbformat.NotebookNode, release: nbformat.NotebookNode) -> set[str]:
+    """The lines of the source notebook's solution regions that nothing a student is given
+    holds: not the released notebook, not the grader's own hints (locales/)."""
+    given = "\n".join(c.source for c in release.cells) + "".join(
+        p.read_text() for p in (ROOT / "grader" / "locales").glob("*.toml"))
+    lines: set[str] = set()
+    for cell in source.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            inside = (inside or line.strip() == BEGIN) and "### END SOLUTION" not in line
+            if inside and line.strip() != BEGIN and len(line.strip()) >= 12:
+                lines.add(line.strip())
+    return {line for line in lines if line not in given}

@@ -8,6 +8,13 @@ ran; the grader's own cells and cells that do not parse left out, magics comment
 `inplace-grader check` would on the CPU. It prints the function's feedback and returns the
 points it earned: nbgrader takes the value of a test cell's last expression as partial credit.
 
+What it prints reaches the student (nbgrader's feedback shows every test cell's output): never
+a hidden case, nor any text of a grader cell. The hidden cases are read from the instructor's
+file that the test cell names (See NOTE: [hidden cases outside the notebook] in source.py),
+their results withheld until released, and an error about them names no value of them.
+The kernel is the student's, though: code run in it can replace all of this (docs/nbgrader.md,
+"What the kernel can promise"); `inplace-grader nbgrader verify` regrades outside it.
+
 One sandbox worker is kept per kernel and lab, and each report is kept by what was graded, so a
 notebook's test cells grade the same code once. Nothing here may write to stderr: nbgrader gives
 a test cell that does no points.
@@ -29,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from grader.hidden import HiddenFile
     from grader.models import Report
+    from grader.platforms.nbgrader.source import HiddenRef
     from grader.sandbox import Sandbox
 
 HIDDEN_SOURCE = "the hidden tests of this test cell"
@@ -38,13 +46,28 @@ class NotInNotebookError(RuntimeError):
     """grade_function was called outside an IPython kernel."""
 
 
+class HiddenTestsError(RuntimeError):
+    """A test cell's hidden cases cannot be used at autograde. Its message reaches the
+    student: it names what to run, never a value of the cases."""
+
+
+def is_instructor_cell(source: str) -> bool:
+    """A cell that is the grader's (cells.py), or that holds a hidden-tests region or a
+    reference to hidden cases, whatever else it holds: never part of what is graded."""
+    from grader.platforms.nbgrader.cells import is_grader_cell
+    from grader.platforms.nbgrader.source import BEGIN_HIDDEN, END_HIDDEN, HIDDEN_REF_PREFIX
+
+    return (any(marker in source for marker in (BEGIN_HIDDEN, END_HIDDEN, HIDDEN_REF_PREFIX))
+            or is_grader_cell(source))
+
+
 def kernel_source(cells: Iterable[str]) -> str:
     """The module a kernel's input history amounts to: each cell as `notebook_source` reads
-    one, without the grader's cells and without cells that do not parse (they raised a
-    SyntaxError in the kernel and defined nothing)."""
+    one, without the grader's cells (`is_instructor_cell`, asked of the cell as typed and as
+    read) and without cells that do not parse (they raised a SyntaxError in the kernel and
+    defined nothing)."""
     import ast
 
-    from grader.platforms.nbgrader.cells import is_grader_cell
     from grader.submission import code_cell_source, join_cells
 
     kept = []
@@ -54,9 +77,60 @@ def kernel_source(cells: Iterable[str]) -> str:
             ast.parse(cell)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        if cell.strip() and not is_grader_cell(cell):
+        if cell.strip() and not is_instructor_cell(raw) and not is_instructor_cell(cell):
             kept.append(cell)
     return join_cells(kept)
+
+
+def find_hidden_store(ref: HiddenRef, start: Path) -> Path:
+    """The instructor's cases file a test cell names, looked for from the folder above the
+    notebook's upward: autograde runs it in `autograded/<student>/<assignment>/`, whose
+    grandparent's parent is the course folder. The notebook's own folder, which holds the
+    student's files, is never searched."""
+    from grader.platforms.nbgrader.source import HiddenStoreError
+
+    for folder in start.absolute().parents:
+        candidate = folder / ref.path
+        if candidate.is_file():
+            return candidate
+    raise HiddenStoreError(f"{ref.path} is in no folder above the notebook's: `inplace-grader "
+                           "nbgrader source --hidden FILE -o COURSE/source/ASSIGNMENT` writes "
+                           "it into COURSE/source/, where autograde looks for it")
+
+
+def cell_hidden(hidden: str, *, lab: str, function: str, cwd: Path) -> HiddenFile | None:
+    """The hidden cases of one test cell, from its HIDDEN: the part about `function` of the
+    file a reference names, or the TOML that test cells held before references.
+
+    Raises HiddenTestsError, whose message holds nothing of the cases.
+    """
+    from grader.engine import hidden_plan
+    from grader.errors import UsageError
+    from grader.hidden import parse_hidden_text
+    from grader.labs import get_lab
+    from grader.platforms.nbgrader.source import (
+        HiddenRef,
+        HiddenStoreError,
+        hidden_for,
+        read_hidden_store,
+    )
+
+    lab_obj = get_lab(lab)
+    try:
+        ref = HiddenRef.parse(hidden)
+        if ref is None:
+            part: HiddenFile | None = parse_hidden_text(hidden, source=HIDDEN_SOURCE)
+        else:
+            part = hidden_for(read_hidden_store(find_hidden_store(ref, cwd), token=ref.token),
+                              lab_obj, function)
+        hidden_plan(lab_obj, part)  # every mistake now, not halfway through grading
+    except HiddenStoreError as exc:  # worded without the cases
+        raise HiddenTestsError(str(exc)) from None
+    except UsageError:  # may quote a value of the cases: not for a student's eyes
+        raise HiddenTestsError(
+            f"the hidden cases of {function} do not fit lab {lab}; `inplace-grader nbgrader "
+            "verify COURSE ASSIGNMENT` says why") from None
+    return part
 
 
 class KernelGrader:
@@ -146,7 +220,7 @@ def grade_function(lab: str, function: str, *, hidden: str | None = None,
         warnings.simplefilter("ignore")
         from grader import feedback
         from grader.exporters.text import feedback_text
-        from grader.hidden import parse_hidden_text, released
+        from grader.hidden import released
         from grader.labs import get_lab
         from grader.views import View
 
@@ -155,9 +229,11 @@ def grade_function(lab: str, function: str, *, hidden: str | None = None,
             raise ValueError(f"lab {lab} has no function {function!r} "
                              f"(it has {', '.join(functions)})")
         lang = lang or feedback.default_language()
-        cases = None if hidden is None else parse_hidden_text(hidden, source=HIDDEN_SOURCE)
+        cwd = Path.cwd()
+        cases = None if hidden is None else cell_hidden(hidden, lab=lab, function=function,
+                                                        cwd=cwd)
         report = _grader().report(lab, kernel_source(history), hidden=cases, lang=lang,
-                                  search_path=Path.cwd())
+                                  search_path=cwd)
         part = function_report(report, function)
         print(feedback_text(part, lang=lang, view=View(release=released(cases))), end="")
     return min(part.score, part.max_score)

@@ -1,0 +1,147 @@
+"""`inplace-grader nbgrader verify`: nbgrader's recorded points against a regrade in the
+sandbox, with the real nbgrader's autograde and gradebook."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import main
+from grader.hidden import load_hidden_file
+from grader.platforms.nbgrader.source import write_source_notebook
+from grader.platforms.nbgrader.verify import notebook_submission, verify_assignment
+from grader.stubs import strip_markers
+from tests.test_nbgrader import (
+    ASSIGNMENT,
+    HIDDEN,
+    NOTEBOOK,
+    SOLUTIONS,
+    by_grade_id,
+    meta,
+    nbgrader,
+    student_notebook,
+)
+
+# A cell a student adds to the notebook: every later test cell calls this instead, and a test
+# cell whose value is None gets all its points from nbgrader.
+CHEAT = "import grader.notebook\ngrader.notebook.grade_function = lambda *args, **kwargs: None\n"
+
+
+def verify(*args: str):
+    return CliRunner().invoke(main, ["nbgrader", "verify", *args])
+
+
+def course_with_gradebook(tmp_path: Path, *, notebook: bool = True) -> Path:
+    """A course whose gradebook knows assignment ps1 (no submissions), as nbgrader writes it."""
+    from nbgrader.api import Gradebook
+
+    course = tmp_path / "course"
+    course.mkdir()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        gradebook.add_assignment(ASSIGNMENT)
+        if notebook:
+            gradebook.add_notebook(NOTEBOOK, ASSIGNMENT)
+    return course
+
+
+def test_usage_problems_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = verify(str(empty), ASSIGNMENT)
+    assert result.exit_code == 2 and "no gradebook.db" in result.output
+    course = course_with_gradebook(tmp_path)
+    result = verify(str(course), "ps9")
+    assert result.exit_code == 2 and "no assignment 'ps9' (it has: ps1)" in result.output
+    result = verify(str(course), ASSIGNMENT)
+    assert result.exit_code == 2 and "no source notebook" in result.output
+    for result in (verify(str(empty), ASSIGNMENT), verify(str(course), ASSIGNMENT)):
+        assert len(result.output.splitlines()) == 1
+
+
+def test_a_notebook_that_cannot_be_read_is_a_line_not_a_crash(tmp_path: Path) -> None:
+    course = course_with_gradebook(tmp_path)
+    write_source_notebook("optim", solutions_root=SOLUTIONS, out=course / "source" / ASSIGNMENT)
+    folder = course / "submitted" / "eve" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / f"{NOTEBOOK}.ipynb").write_bytes(b"\xff\xfe not a notebook")
+    result = verify(str(course), ASSIGNMENT)
+    assert result.exit_code == 1, result.output
+    line, summary = result.output.splitlines()
+    assert line.startswith("eve: optimizer.ipynb cannot be read")
+    assert "1 student regraded; 1 differs" in summary
+    result = verify(str(course), ASSIGNMENT, "--student", "zed")
+    assert result.exit_code == 2 and "zed" in result.output and "eve" in result.output
+
+
+def test_the_regrade_runs_what_autograde_runs(tmp_path: Path) -> None:
+    """nbgrader restores the locked cells before it runs a notebook; the grader's cells and the
+    cells holding a hidden-tests region are never graded."""
+    target = write_source_notebook("optim", solutions_root=SOLUTIONS, out=tmp_path / "source")
+    source = nbformat.read(str(target), as_version=4)
+    student = copy.deepcopy(source)
+    setup = by_grade_id(student)["setup"]
+    setup.source = "import os  # the student's edit of a locked cell"
+    student.cells.insert(2, nbformat.v4.new_code_cell(CHEAT))
+    student.cells.append(nbformat.v4.new_code_cell("EXTRA = 1  # a cell the student added"))
+    student.cells.append(nbformat.v4.new_code_cell("[1, 2]", metadata={"nbgrader": "grade"}))
+    path = tmp_path / "optimizer.ipynb"
+    nbformat.write(student, str(path))
+    code = notebook_submission(path, source).source
+    assert by_grade_id(source)["setup"].source in code and "import os" not in code
+    assert "EXTRA = 1" in code and "[1, 2]" in code
+    assert "grade_function" not in code and "grader.notebook" not in code
+    compile(code, str(path), "exec")
+
+
+@pytest.mark.slow
+def test_verify_names_the_student_whose_kernel_lied_to_nbgrader(tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    hidden = load_hidden_file(HIDDEN["optim"])
+    source = write_source_notebook("optim", solutions_root=SOLUTIONS, hidden=hidden,
+                                   out=course / "source" / ASSIGNMENT)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(course)!r}\n"
+        "c.ExecutePreprocessor.timeout = 180\n")
+    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    release = nbformat.read(str(course / "release" / ASSIGNMENT / source.name), as_version=4)
+    reference = {grade_id: strip_markers(cell.source) for grade_id, cell in by_grade_id(
+        nbformat.read(str(source), as_version=4)).items() if meta(cell)["solution"]}
+    honest = student_notebook(release, reference)
+    cheater = student_notebook(release, {meta(c)["grade_id"]: c.source for c in release.cells
+                                         if meta(c).get("solution")})  # the stubs
+    cheater.cells.insert(2, nbformat.v4.new_code_cell(CHEAT))
+    for student, notebook in (("honest", honest), ("cheater", cheater)):
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, str(folder / source.name))
+    nbgrader(course, "autograde", ASSIGNMENT, "--create")
+    gradebook = course / "gradebook.db"
+    before = hashlib.sha256(gradebook.read_bytes()).hexdigest()
+
+    result = verify(str(course), ASSIGNMENT)
+    assert result.exit_code == 1, result.output
+    *lines, summary = result.output.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cheater: optimizer.ipynb test_zero_grad "
+                                                   "recorded 23, regraded 0;"), result.output
+    for function in ("sgd_step", "SGD", "Adam"):
+        assert f"test_{function} recorded " in lines[0]
+    assert "2 students regraded; 1 differs" in summary
+
+    only_honest = verify(str(course), ASSIGNMENT, "--student", "honest")
+    assert only_honest.exit_code == 0, only_honest.output
+    assert only_honest.output.splitlines() == [
+        "ps1: 1 student regraded; the points nbgrader recorded match"]
+    assert hashlib.sha256(gradebook.read_bytes()).hexdigest() == before  # only read
+
+    # What nbgrader recorded for the cheater is every point; the regrade, the stubs' nothing.
+    [cheat] = verify_assignment(course, ASSIGNMENT, students=["cheater"]).differing
+    assert {d.function: (d.recorded, d.regraded) for d in cheat.differences} == {
+        f: (meta(c)["points"], 0.0) for f, c in
+        ((f, by_grade_id(release)[f"test_{f}"]) for f in ("zero_grad", "sgd_step", "SGD",
+                                                          "Adam"))}
