@@ -418,3 +418,20 @@ def test_a_source_no_file_can_hold_is_one_line_not_a_crash() -> None:
                               options=CheckOptions(device="cpu"))
     assert report.error == ("ps1.ipynb holds text that is not Unicode (a lone surrogate): "
                             "save it as UTF-8")
+
+
+@pytest.mark.parametrize("text", ['{"nbformat": 5, "cells": []}',
+                                  '{"nbformat": 4, "cells": [{"cell_type": "code", "source": 42}]}',
+                                  "[" * 50_000])
+def test_check_answers_a_malformed_notebook_in_one_line_with_exit_2(tmp_path: Path,
+                                                                    text: str) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "optimizer.ipynb"
+    path.write_text(text)
+    run = subprocess.run([sys.executable, "-m", "grader", "check", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
+    assert run.stderr.startswith("inplace-grader: error: optimizer.ipynb")
