@@ -1,7 +1,7 @@
 # coding: utf-7
-"""Hides a statement in a UTF-7 coding line's encoding: the grader's scans read the file as
-UTF-8 (a comment), while an interpreter honouring the coding line would run it (and exit at
-import here)."""
+"""Hides a statement in a UTF-7 coding line's encoding (read as UTF-8 it is a comment). The
+grader reads the file as Python does, the coding line honoured, and the child runs that text:
+the scans see the statement and it exits at import, as the interpreter would."""
 
 from __future__ import annotations
 
