@@ -12,6 +12,7 @@ import csv
 import hashlib
 import json
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -336,15 +337,23 @@ def gradebook_students(out: Path) -> list[str] | None:
 
 def labs_in(out: Path) -> set[str]:
     """The labs of the reports already in an --out folder (unreadable reports skipped)."""
-    labs = set()
+    return {lab for lab, _ in _graded_in(out)}
+
+
+def _graded_in(out: Path) -> set[tuple[str, bool]]:
+    """(lab, whether graded with hidden cases) of each report already in an --out folder."""
+    found = set()
     for path in (out / REPORTS).glob("*.json"):
         try:
-            lab = json.loads(path.read_text(encoding="utf-8")).get("lab")
-        except (OSError, ValueError, AttributeError):
+            report = json.loads(path.read_text(encoding="utf-8"))
+            lab = report.get("lab")
+            hidden = any(isinstance(c, dict) and c.get("hidden") is True
+                         for c in report.get("checks") or [])
+        except (OSError, ValueError, AttributeError, TypeError):
             continue
         if isinstance(lab, str):
-            labs.add(lab)
-    return labs
+            found.add((lab, hidden))
+    return found
 
 
 def mixed_labs(folder: Path, labs: set[str]) -> str:
@@ -354,11 +363,27 @@ def mixed_labs(folder: Path, labs: set[str]) -> str:
 
 
 def check_out_folder(options: BatchOptions) -> None:
-    """Raise UsageError where --out holds another lab's reports: grading into it would
-    overwrite those students' reports and feedback with this lab's."""
-    found = labs_in(options.out)
-    if found - {options.lab}:
-        raise UsageError(mixed_labs(options.out, found | {options.lab}))
+    """Raise UsageError where --out cannot be written, holds another lab's reports (grading
+    into it would overwrite those students' reports and feedback with this lab's), or holds
+    reports graded with hidden cases that this run, without --hidden, would drop (unless
+    --force): found before anything is graded, never after."""
+    out = options.out
+    try:
+        (out / REPORTS).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out / REPORTS):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--output {out}: cannot write there ({exc.strerror or exc}); choose "
+                         "a folder you can write") from None
+    graded = _graded_in(out)
+    labs = {lab for lab, _ in graded}
+    if labs - {options.lab}:
+        raise UsageError(mixed_labs(out, labs | {options.lab}))
+    if (not options.force and options.check.hidden is None
+            and any(hidden for _, hidden in graded)):
+        raise UsageError(f"{out}: its reports were graded with --hidden cases, which this run "
+                         "would drop; pass the same --hidden FILE, or --force to regrade "
+                         "without them")
 
 
 def check_instructor_files(options: BatchOptions) -> None:

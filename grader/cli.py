@@ -221,7 +221,8 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
 @main.command()
 @click.argument("submissions", type=click.Path(path_type=Path))
 @click.option("--lab", required=True, help=f"Lab name: {LABS}.")
-@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False),
+@click.option("-o", "--output", "--out", "out", required=True,
+              type=click.Path(path_type=Path, file_okay=False),
               help="Folder for the gradebook, reports and feedback (created if missing).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Parallel workers (default: the number of cores).")

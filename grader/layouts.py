@@ -61,9 +61,13 @@ def outside(path: Path, root: Path, *, classmates: Classmates = NO_CLASSMATES) -
 def _pick(folder: Path, filename: str) -> Path | str:
     """The lab's file in `folder` (or its only source file); otherwise an error message."""
     stem = filename.removesuffix(".py")
-    for name in (filename, f"{stem}.ipynb"):
-        if (folder / name).exists() or (folder / name).is_symlink():
-            return folder / name
+    named = [folder / name for name in (filename, f"{stem}.ipynb")
+             if (folder / name).exists() or (folder / name).is_symlink()]
+    if len(named) == 2:  # as two flat files for one student are
+        return (f"both {filename} and {stem}.ipynb in {folder.name}/: keep the one to be "
+                "graded")
+    if named:
+        return named[0]
     files = _candidates(folder)
     if len(files) == 1:
         return files[0]

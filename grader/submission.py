@@ -373,11 +373,14 @@ def load_submission(path: Path, *, filename: str, own_folder: bool = True) -> Su
     if not path.exists():
         raise SubmissionError(f"{path}: no such file or folder")
     if path.is_dir():
-        candidates = [path / filename, path / filename.replace(".py", ".ipynb")]
-        found = next((c for c in candidates if c.is_file()), None)
-        if found is None:
+        candidates = [c for c in (path / filename, path / filename.replace(".py", ".ipynb"))
+                      if c.is_file()]
+        if not candidates:
             raise SubmissionError(f"{path}: no {filename} (or notebook) in this folder")
-        path = found
+        if len(candidates) == 2:
+            raise SubmissionError(f"{path}: both {candidates[0].name} and "
+                                  f"{candidates[1].name}; keep the one to be graded")
+        path = candidates[0]
     search_path = path.parent.resolve() if own_folder else None
     if path.suffix == ".ipynb":
         source, cells = notebook_cells(path)

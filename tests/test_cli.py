@@ -77,7 +77,9 @@ def test_korean_feedback() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["check", "missing.py"], "no such file"),
     (["check", str(SOLUTION), "--lab", "nope"],
-     "unknown lab 'nope'; available: autograd, optim, tensor_ops"),
+     "unknown lab 'nope' (available: autograd, optim, tensor_ops)"),
+    (["check", str(SOLUTION), "--lab", "Optim"], "unknown lab 'Optim'; did you mean 'optim'?"),
+    (["check", str(SOLUTION), "--lab", "optimizer"], "did you mean 'optim'?"),
     (["check", str(Path(__file__))], "cannot tell the lab"),
     (["check", str(SOLUTION), "--rubric", "missing.toml"], "cannot read the rubric file"),
 ])

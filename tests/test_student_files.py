@@ -178,3 +178,23 @@ def test_every_file_of_a_generated_class_is_one_student(tmp_path_factory, studen
     twins = same_person(written)
     for entry in found:
         assert (entry.path is None) == (entry.student in twins), entry
+
+
+@pytest.mark.parametrize("name", ["Optimizer.py", "optimizer (1).py", "optimizer(2).ipynb",
+                                  "optimizer-3.py", "optimizer copy.py", "OPTIMIZER_copy_2.py"])
+def test_the_lab_is_told_from_a_downloaded_or_renamed_file(name: str) -> None:
+    from grader.labs import infer_lab_name
+
+    assert infer_lab_name(Path(name)) == "optim"
+    assert infer_lab_name(Path("notes (1).py")) is None
+
+
+def test_a_python_file_and_a_notebook_of_one_lab_in_one_folder_are_ambiguous(
+        tmp_path: Path) -> None:
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "optimizer.py").write_text(SOLUTION)
+    (tmp_path / "alice" / "optimizer.ipynb").write_text("{}")
+    (alice,) = discover(tmp_path, filename="optimizer.py")
+    assert alice.path is None
+    assert alice.error == ("both optimizer.py and optimizer.ipynb in alice/: keep the one to "
+                           "be graded")

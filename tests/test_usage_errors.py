@@ -133,3 +133,32 @@ def test_nothing_to_grade_is_one_line_in_check_and_an_error_row_in_grade(
     assert f"not graded: kofi: {said}" in graded.stdout
     report = json.loads((tmp_path / "out" / "reports" / "kofi.json").read_text())
     assert report["error"] == said and report["max_score"] == 90
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_grading(tmp_path: Path
+                                                                          ) -> None:
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "alice.py").write_text(SOLUTION.read_text())
+    started = time.perf_counter()
+    result = _run(["grade", str(tmp_path / "class"), "--lab", "optim", "-o", "/proc/nope"])
+    assert time.perf_counter() - started < 30  # nothing graded first (it took 28 s, then died)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().startswith("inplace-grader: error: --output /proc/nope: "
+                                            "cannot write there")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_rerun_that_would_drop_the_hidden_results_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "reports").mkdir(parents=True)
+    graded = {"lab": "optim", "student": "alice",
+              "checks": [{"id": "SGD.trajectory.hidden_case", "hidden": True}]}
+    (out / "reports" / "alice.json").write_text(json.dumps(graded))
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "alice.py").write_text(SOLUTION.read_text())
+    result = _run(["grade", str(tmp_path / "class"), "--lab", "optim", "--out", str(out)])
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"inplace-grader: error: {out}: its reports were graded with --hidden cases, which "
+        "this run would drop; pass the same --hidden FILE, or --force to regrade without them")
+    assert json.loads((out / "reports" / "alice.json").read_text()) == graded

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from pathlib import Path
 
 from grader.errors import UsageError
@@ -34,9 +35,25 @@ class UnknownLabError(UsageError):
 
 
 def check_lab_name(name: str) -> str:
-    if name not in LAB_FILES:
-        raise UnknownLabError(f"unknown lab {name!r}; available: {', '.join(sorted(LAB_FILES))}")
-    return name
+    """`name` if it is a lab; else UnknownLabError naming the lab it most likely means (by its
+    name or its file's, whatever the case: `Optim`, `optimizer`) and every lab there is."""
+    if name in LAB_FILES:
+        return name
+    meant = _closest(name)
+    hint = f"; did you mean {meant!r}?" if meant else ""
+    raise UnknownLabError(f"unknown lab {name!r}{hint} (available: "
+                          f"{', '.join(sorted(LAB_FILES))})")
+
+
+def _closest(name: str) -> str | None:
+    """The lab a mistyped name most likely means: its name or its file's stem, compared
+    without case, exactly or as difflib finds it close."""
+    import difflib
+
+    spellings = {lab.casefold(): lab for lab in LAB_FILES}
+    spellings.update({Path(file).stem.casefold(): lab for lab, file in LAB_FILES.items()})
+    close = difflib.get_close_matches(name.casefold(), list(spellings), n=1, cutoff=0.6)
+    return spellings[close[0]] if close else None
 
 
 def lab_rubric(name: str) -> Rubric:
@@ -50,11 +67,28 @@ def get_lab(name: str) -> Lab:
     return module.LAB
 
 
+# What a browser or a copy adds to a downloaded file's stem: `optimizer (1)`, `optimizer-2`,
+# `optimizer_copy`, `optimizer copy 2`.
+_DOWNLOAD_SUFFIX = re.compile(r"(?:[ _-]*\(\d+\)|[ _-]+\d+|[ _-]+copy(?:[ _-]*\d+)?)+$",
+                              re.IGNORECASE)
+
+
+def lab_of_stem(stem: str) -> str | None:
+    """The lab whose stub file stem `stem` is, whatever its case and a download's suffix."""
+    bare = _DOWNLOAD_SUFFIX.sub("", stem).casefold()
+    for name, filename in LAB_FILES.items():
+        if bare == filename.removesuffix(".py").casefold():
+            return name
+    return None
+
+
 def infer_lab_name(path: Path) -> str | None:
     """The lab whose stub file name matches `path` (a file, or a folder holding it)."""
-    for name, filename in LAB_FILES.items():
-        stem = filename.removesuffix(".py")
-        if path.stem == stem or (path.is_dir() and any(
-                (path / f"{stem}{suffix}").exists() for suffix in (".py", ".ipynb"))):
-            return name
+    if (lab := lab_of_stem(path.stem)) is not None:
+        return lab
+    if path.is_dir():
+        for name, filename in LAB_FILES.items():
+            stem = filename.removesuffix(".py")
+            if any((path / f"{stem}{suffix}").exists() for suffix in (".py", ".ipynb")):
+                return name
     return None
