@@ -289,8 +289,8 @@ def write_class_files(options: BatchOptions, standings: list[Standing]) -> Class
     summary = summarize(standings)
     write_atomically(options.out / "summary.txt", summary_text(summary))
     write_atomically(options.out / "summary.json", json.dumps(
-        {"graded": summary.graded, "not_imported": summary.not_imported,
-         "errors": summary.errors,
+        {"students": summary.students, "graded": summary.graded,
+         "not_imported": summary.not_imported, "not_gradable": summary.not_gradable,
          "mean_percent": summary.mean_percent, "median_percent": summary.median_percent,
          "distribution": summary.distribution,
          "most_failed": [vars(f) for f in summary.most_failed],

@@ -245,7 +245,7 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     from grader.hidden import released
     from grader.labs import check_lab_name
     from grader.render import progress_bar
-    from grader.summary import summary_text
+    from grader.summary import counts_text, summary_text
 
     if not submissions.is_dir():
         _usage_error(f"{submissions}: not a folder of submissions")
@@ -280,8 +280,8 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
         click.echo(f"not graded: {line}")
     rate = (result.graded / result.elapsed_s) if result.elapsed_s else 0.0
     where = f" on {result.cluster_workers} Dask workers" if cluster else ""
-    click.echo(f"graded {result.graded}, reused {result.reused}, failed to grade "
-               f"{len(result.errors)}; mean {result.summary.mean_percent:.1f}%; "
+    click.echo(f"{counts_text(result.summary)} ({result.reused} of them reused from an "
+               f"earlier run); mean {result.summary.mean_percent:.1f}%; "
                f"{result.elapsed_s:.1f} s ({rate:.1f}/s){where}; "
                f"gradebook: {out / 'gradebook.csv'}; class report: {out / 'report.html'}")
 

@@ -66,15 +66,26 @@ class FailedCheck:
 
 @dataclass(frozen=True)
 class ClassSummary:
+    """Every student is exactly one of graded, did not import, not gradable: the three counts
+    add up to `students`, and every output says them in these words. The mean and median are
+    over the students whose code was run (graded, and did not import at 0 %); a not gradable
+    row (empty, unreadable, ambiguous: no code was run) is left out of them."""
+
+    students: int
     graded: int
-    errors: int  # not gradable (empty, missing, unreadable)
+    not_imported: int
+    not_gradable: int
     mean_percent: float
     median_percent: float
     distribution: list[int] = field(default_factory=list)  # students per 10% bucket
     most_failed: list[FailedCheck] = field(default_factory=list)
     # Students whose source the integrity scan flagged, with its findings (instructor-only).
     flagged: list[tuple[str, list[str]]] = field(default_factory=list)
-    not_imported: int = 0  # of `graded`: files that did not import (scored 0)
+
+    @property
+    def scored(self) -> int:
+        """The students the mean is over."""
+        return self.graded + self.not_imported
 
 
 def summarize(standings: list[Standing], *, top: int = 10) -> ClassSummary:
@@ -95,25 +106,33 @@ def summarize(standings: list[Standing], *, top: int = 10) -> ClassSummary:
     # student's story, not the class's.
     ranked = sorted((check_id for check_id, count in failed.items() if count >= MOST_FAILED_MIN),
                     key=lambda check_id: (-failed[check_id], -lost[check_id], check_id))
+    not_imported = sum(s.status == NOT_IMPORTED for s in graded)
     return ClassSummary(
-        graded=len(graded),
-        errors=len(standings) - len(graded),
+        students=len(standings),
+        graded=len(graded) - not_imported,
+        not_imported=not_imported,
+        not_gradable=len(standings) - len(graded),
         mean_percent=statistics.fmean(percents) if percents else 0.0,
         median_percent=statistics.median(percents) if percents else 0.0,
         distribution=distribution,
         most_failed=[FailedCheck(check_id, names[check_id], failed[check_id])
                      for check_id in ranked[:top]],
         flagged=[(s.student, list(s.integrity)) for s in standings if s.integrity],
-        not_imported=sum(s.status == NOT_IMPORTED for s in graded),
     )
+
+
+def counts_text(summary: ClassSummary) -> str:
+    """The one way every output counts a class: `13 students: 11 graded, 1 did not import,
+    1 not gradable`."""
+    return (f"{summary.students} students: {summary.graded} graded, {summary.not_imported} did "
+            f"not import, {summary.not_gradable} not gradable")
 
 
 def summary_text(summary: ClassSummary) -> str:
     """The summary as plain text (written to summary.txt and shown in the terminal)."""
-    imported = (f" ({summary.not_imported} did not import)" if summary.not_imported else "")
-    lines = [f"graded: {summary.graded}{imported}, failed to grade: {summary.errors}, "
-             f"mean {summary.mean_percent:.1f}%, median {summary.median_percent:.1f}%", "",
-             "score distribution:"]
+    lines = [f"{counts_text(summary)}; mean {summary.mean_percent:.1f}%, median "
+             f"{summary.median_percent:.1f}% over the {summary.scored} whose code ran (did not "
+             "import: 0%; not gradable: left out)", "", "score distribution:"]
     width = max(summary.distribution, default=0) or 1
     for index, count in enumerate(summary.distribution):
         low = index * 100 // BUCKETS

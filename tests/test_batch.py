@@ -110,7 +110,9 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     assert (out / "feedback" / "bob.txt").read_text().count("✗") >= 1
     assert "kept" not in (out / "summary.txt").read_text()
     summary = (out / "summary.txt").read_text()
-    assert "graded: 4 (1 did not import)" in summary  # carol, counted apart
+    # One vocabulary, one count: the three statuses add up to the students found.
+    assert summary.startswith("6 students: 3 graded, 1 did not import, 2 not gradable; ")
+    assert "over the 4 whose code ran" in summary
     assert "sgd_step." not in summary  # bob's mistakes are his alone
     # The class report page is written beside them, every student named in its table, and
     # `inplace-grader report` rebuilds it from the reports in another language.
@@ -170,7 +172,7 @@ def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
                           "--out", str(tmp_path / "out"), "--device", "cpu"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert "graded 3, reused 0, failed to grade 0" in run.stdout
+    assert "3 students: 3 graded, 0 did not import, 0 not gradable (0 of them reused" in run.stdout
     assert "most failed checks" in run.stdout  # two students failed them
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -280,9 +280,9 @@ def _status_words(lang: str) -> dict[str, str]:
 def _overview(summary: ClassSummary, students: int, lang: str) -> list[tuple[str, str]]:
     return [
         (text("students", lang), f"{students}"),
-        (text("status_graded", lang), f"{summary.graded - summary.not_imported}"),
+        (text("status_graded", lang), f"{summary.graded}"),
         (text("status_not_imported", lang), f"{summary.not_imported}"),
-        (text("status_not_gradable", lang), f"{summary.errors}"),
+        (text("status_not_gradable", lang), f"{summary.not_gradable}"),
         (text("mean", lang), f"{summary.mean_percent:.1f}%"),
         (text("median", lang), f"{summary.median_percent:.1f}%"),
     ]
