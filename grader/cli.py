@@ -320,12 +320,16 @@ def report(grades_dir: Path, lang: str | None) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="The CSV file to write (default: GRADES_DIR/canvas.csv or moodle.csv).")
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
+@click.option("--zero-missing", is_flag=True,
+              help="Export 0 for a not gradable submission (empty, unreadable) and for a "
+              "roster student with no submission, instead of leaving their LMS grade as is.")
 @lang_option(what="Moodle's feedback line")
 def export(grades_dir: Path, target: str, assignment: str | None, assignment_id: str | None,
            roster_path: Path | None, percent: bool, output: Path | None, force: bool,
-           lang: str | None) -> None:
+           zero_missing: bool, lang: str | None) -> None:
     """Write a gradebook CSV for Canvas or Moodle from GRADES_DIR, the --out folder of
-    `grade`. Students who could not be graded are left out (their LMS grade stays)."""
+    `grade`. Students who could not be graded are left out (their LMS grade stays) unless
+    --zero-missing."""
     from grader import feedback
     from grader.batch import REPORTS, iter_reports, mixed_labs, write_atomically
     from grader.exporters.lms_csv import canvas_csv, moodle_csv
@@ -355,10 +359,11 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     name = assignment or next(iter(labs))
     if target == "canvas":
         result = canvas_csv(standings, assignment=name, assignment_id=assignment_id,
-                            roster=roster, percent=percent)
+                            roster=roster, percent=percent, zero_missing=zero_missing)
     else:
         result = moodle_csv(standings, assignment=name, roster=roster, percent=percent,
-                            lang=lang or feedback.default_language())
+                            lang=lang or feedback.default_language(),
+                            zero_missing=zero_missing)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     write_atomically(output, result.text)

@@ -24,7 +24,7 @@ import csv
 import io
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from grader import feedback
 from grader.errors import UsageError
@@ -76,8 +76,10 @@ def _grade(student: Standing, *, percent: bool) -> float:
 
 
 def _rows(standings: Iterable[Standing], roster: Roster | None,
-          warnings: list[str]) -> list[_Row]:
-    """The students that get a row: graded, and in the roster when there is one."""
+          warnings: list[str], *, zero_missing: bool = False) -> list[_Row]:
+    """The students that get a row: graded, and in the roster when there is one. With
+    `zero_missing`, a not gradable row (an empty or unreadable file) and a roster student with
+    no report get 0 instead of being left out."""
     by_student: dict[str, Standing] = {}
     for student in standings:
         if student.student in by_student:
@@ -92,8 +94,18 @@ def _rows(standings: Iterable[Standing], roster: Roster | None,
                      "taken for it" if twin else "")
             warnings.append(f"{name}: has a report, but is not in the roster {roster.source}"
                             f"{close}: left out (add a roster row to export it)")
+        maxima = Counter(student.max_score for student in by_student.values())
+        most = max(maxima, key=lambda value: (maxima[value], value)) if maxima else 0.0
         for entry in roster.entries:
-            if entry.student not in by_student:
+            if entry.student in by_student:
+                continue
+            if zero_missing:
+                by_student[entry.student] = Standing(
+                    student=entry.student, score=0.0, max_score=most, error="no submission",
+                    points={}, failed={}, status=NOT_GRADABLE)
+                warnings.append(f"{entry.student}: in the roster, but no report: exported as "
+                                "0 (--zero-missing)")
+            else:
                 warnings.append(f"{entry.student}: in the roster, but no report: left out "
                                 "(their grade in the LMS is unchanged)")
         candidates = [_Row(by_student[e.student], e) for e in roster.entries
@@ -102,7 +114,9 @@ def _rows(standings: Iterable[Standing], roster: Roster | None,
         candidates = [_Row(by_student[name], None) for name in sorted(by_student)]
     rows = []
     for row in candidates:
-        if row.standing.status == NOT_GRADABLE:  # a file that did not import scored 0
+        if zero_missing and row.standing.status == NOT_GRADABLE:
+            rows.append(_Row(replace(row.standing, score=0.0), row.entry))
+        elif row.standing.status == NOT_GRADABLE:  # a file that did not import scored 0
             warnings.append(f"{row.standing.student}: not graded ({row.standing.error}): left "
                             "out (their grade in the LMS is unchanged)")
         else:
@@ -126,7 +140,7 @@ def _points_possible(rows: list[_Row], warnings: list[str]) -> float:
 
 def canvas_csv(standings: Iterable[Standing], *, assignment: str,
                assignment_id: str | None = None, roster: Roster | None = None,
-               percent: bool = False) -> ExportResult:
+               percent: bool = False, zero_missing: bool = False) -> ExportResult:
     """A file for Canvas's Grades > Import. Without a roster our student id is the SIS Login
     ID (and the name); with one, the roster's ids. With `assignment_id` the column updates
     that assignment; without it, the one titled `assignment`, or a new one."""
@@ -147,7 +161,7 @@ def canvas_csv(standings: Iterable[Standing], *, assignment: str,
     if roster is not None and not roster_has_ids:
         warnings.append(f"{roster.source} has no canvas_id, sis_user_id or sis_login_id "
                         "column: Canvas will match students by name only")
-    rows = _rows(standings, roster, warnings)
+    rows = _rows(standings, roster, warnings, zero_missing=zero_missing)
     possible = 100.0 if percent else _points_possible(rows, warnings)
 
     buffer = io.StringIO()
@@ -194,7 +208,7 @@ def _moodle_identifier(roster: Roster | None) -> str:
 
 def moodle_csv(standings: Iterable[Standing], *, assignment: str,
                roster: Roster | None = None, percent: bool = False,
-               lang: str = "en") -> ExportResult:
+               lang: str = "en", zero_missing: bool = False) -> ExportResult:
     """A file for Moodle's Grade administration > Import > CSV file: the user column, the grade
     column (named `assignment`) and `Feedback`. Users are identified by the roster's email,
     else username, else ID number; without a roster our student id is the username."""
@@ -212,7 +226,7 @@ def moodle_csv(standings: Iterable[Standing], *, assignment: str,
     if roster is not None and not from_roster:
         warnings.append(f"{roster.source} has no email, username or idnumber values: the "
                         "student ids are exported as Moodle usernames")
-    rows = _rows(standings, roster, warnings)
+    rows = _rows(standings, roster, warnings, zero_missing=zero_missing)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(safe_row([MOODLE_IDENTIFIERS[column], title, MOODLE_FEEDBACK]))

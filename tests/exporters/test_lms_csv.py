@@ -55,6 +55,17 @@ def test_a_report_is_never_matched_to_a_roster_row_by_a_folded_name() -> None:
         "to export it)")
 
 
+def test_an_empty_or_missing_submission_can_get_its_zero() -> None:
+    people = roster("student,sis_login_id\nbob,bsmith\ncarol,cwhite\ndan,dbrown\n")
+    result = canvas_csv(CLASS, assignment="optim", roster=people, zero_missing=True)
+    _, _, *rows = table(result.text)
+    assert [(row[3], row[-1]) for row in rows] == [("bsmith", "61.5"), ("cwhite", "0"),
+                                                  ("dbrown", "0")]
+    assert "dan: in the roster, but no report: exported as 0 (--zero-missing)" in result.warnings
+    left_out = canvas_csv(CLASS, assignment="optim", roster=people)
+    assert [row[3] for row in table(left_out.text)[2:]] == ["bsmith"]  # the default: unchanged
+
+
 def test_canvas_header_points_possible_and_sis_login_id() -> None:
     result = canvas_csv(CLASS, assignment="optim")
     header, points, *rows = table(result.text)
