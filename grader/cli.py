@@ -233,10 +233,14 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
 @click.option("--cluster", default="", metavar="ADDRESS",
               help="Grade on a Dask cluster: a scheduler's tcp://HOST:PORT, or local[:N] "
               "(N worker processes here); needs inplace-grader[cluster].")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print only the closing line (no progress, no summary).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Print a line per student as they are graded, instead of the progress bar.")
 def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
           hidden_path: Path | None, integrity: str, release: bool, force: bool,
-          cluster: str) -> None:
+          cluster: str, quiet: bool, verbose: bool) -> None:
     """Grade a class: SUBMISSIONS is a folder of files or folders named by student, or an
     nbgrader course (submitted/<student>/<assignment>/)."""
     import os
@@ -244,8 +248,9 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     from grader.batch import BatchOptions, check_instructor_files, grade_class, iter_failures
     from grader.hidden import released
     from grader.labs import check_lab_name
+    from grader.models import Report
     from grader.render import progress_bar
-    from grader.summary import counts_text, summary_text
+    from grader.summary import counts_text, standing, summary_text
 
     if not submissions.is_dir():
         _usage_error(f"{submissions}: not a folder of submissions")
@@ -261,12 +266,25 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     options = BatchOptions(lab=lab, out=out, workers=workers or os.cpu_count() or 1,
                            force=force, release=released(hidden, release_flag=release),
                            check=check, cluster=cluster)
+    if quiet and verbose:
+        _usage_error("-q and -v ask for less and more at once; pass one of them")
     check_instructor_files(options)
     console = Console(highlight=False, stderr=True)
+
+    def each(student: str, report: Report, reused: bool) -> None:
+        row = standing(report)
+        again = ", reused" if reused else ""
+        console.print(f"{student}: {row.status}{again}, {row.score:g}/{row.max_score:g}",
+                      markup=False)
+
     try:
-        with progress_bar(console, lang=lang) as bar:
-            result = grade_class(submissions, options=options, on_start=bar.start,
-                                 on_progress=bar.advance)
+        if quiet or verbose:
+            result = grade_class(submissions, options=options,
+                                 on_progress=each if verbose else None)
+        else:
+            with progress_bar(console, lang=lang) as bar:
+                result = grade_class(submissions, options=options, on_start=bar.start,
+                                     on_progress=bar.advance)
     except KeyboardInterrupt:
         console.print(f"interrupted: every report graded so far is kept in {out}; "
                       "run the same command again to resume")
@@ -275,9 +293,10 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
         _usage_error(f"{submissions}: no submissions found (expected files or folders named "
                      "by student, or an nbgrader submitted/ folder)")
     assert result.summary is not None
-    click.echo(summary_text(result.summary), nl=False)  # plain text: never wrapped
-    for line in iter_failures(result):
-        click.echo(f"not graded: {line}")
+    if not quiet:
+        click.echo(summary_text(result.summary), nl=False)  # plain text: never wrapped
+        for line in iter_failures(result):
+            click.echo(f"not graded: {line}")
     rate = (result.graded / result.elapsed_s) if result.elapsed_s else 0.0
     where = f" on {result.cluster_workers} Dask workers" if cluster else ""
     click.echo(f"{counts_text(result.summary)} ({result.reused} of them reused from an "

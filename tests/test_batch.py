@@ -169,11 +169,19 @@ def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
     copy("sgd_step_data_assign", subs / "bob.py")
     copy("sgd_step_data_assign", subs / "carol.py")
     run = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab", "optim",
-                          "--out", str(tmp_path / "out"), "--device", "cpu"],
+                          "--out", str(tmp_path / "out"), "--device", "cpu", "-v"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "3 students: 3 graded, 0 did not import, 0 not gradable (0 of them reused" in run.stdout
     assert "most failed checks" in run.stdout  # two students failed them
+    assert "alice: graded, 90/90" in run.stderr.splitlines()  # -v: a line per student
+    quiet = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab",
+                            "optim", "-o", str(tmp_path / "out"), "--device", "cpu", "-q"],
+                           capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    (line,) = quiet.stdout.splitlines()  # -q: the closing line only
+    assert line.startswith("3 students: 3 graded, 0 did not import, 0 not gradable (3 of them "
+                           "reused")
     empty = tmp_path / "empty"
     empty.mkdir()
     run = subprocess.run([sys.executable, "-m", "grader", "grade", str(empty), "--lab", "optim",
