@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
 from typing import Any, get_args
+from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
 from grader import __version__, feedback
 from grader.models import CheckKind, CheckResult, Report
+from grader.student_files import file_stem
 from grader.summary import (
     BUCKETS,
     GRADED,
@@ -233,6 +235,12 @@ def tally(reports: Iterable[Report]) -> ClassTally:
     return counted
 
 
+def feedback_href(student: str) -> str:
+    """The relative link from OUT/report.html to the student's OUT/feedback file, as `grade`
+    names it (student_files.file_stem), quoted for a URL (a stem holds `%`)."""
+    return "feedback/" + quote(f"{file_stem(student)}.txt")
+
+
 def class_report_html(reports: Iterable[Report], *, lab: str, lang: str = "en") -> str:
     """The class report as one HTML page; pure (reports in, text out), so the CLI, a notebook
     or a test can all call it. `reports` may be a generator: each is read once."""
@@ -243,6 +251,7 @@ def class_report_html(reports: Iterable[Report], *, lab: str, lang: str = "en") 
     return _environment().get_template("report.html.j2").render(
         lang=lang, lab=lab, version=__version__, t=partial(text, lang=lang),
         status=_status_words(lang), students=students,
+        feedback={s.student: feedback_href(s.student) for s in students},
         graded_count=counted.graded, overview=_overview(summary, len(students), lang),
         charts=_charts(summary, by_function, by_kind) if counted.graded else {},
         mistakes=counted.mistakes(), hidden=counted.hidden_results(),

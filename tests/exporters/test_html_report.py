@@ -25,7 +25,7 @@ from grader.exporters.html_report import (
     masked,
 )
 from grader.hidden import load_hidden_file
-from grader.models import Report
+from grader.models import CheckResult, Report
 from grader.sandbox import Sandbox
 from tests.conftest import ROOT
 
@@ -309,3 +309,32 @@ def test_the_sort_script_sorts_the_table_in_chromium(page: str, tmp_path: Path,
     assert percents == sorted(percents, reverse=True)
     sorted_by = {th.get("data-key"): th.get("aria-sort") for th in table.iterfind(".//th")}
     assert sorted_by["percent"] == "descending" and sorted_by["student"] is None
+
+
+def test_each_student_links_to_their_feedback_and_shows_points_per_function(tmp_path: Path
+                                                                            ) -> None:
+    """The link is the file `grade` wrote for that exact name, relative to the page."""
+    from urllib.parse import unquote
+
+    from grader.batch import FEEDBACK, write_class_report
+    from grader.student_files import file_stem
+
+    out = tmp_path / "out"
+    (out / REPORTS).mkdir(parents=True)
+    report = Report(lab="optim", submission="x", score=3, max_score=5, student="Mary Ann",
+                    grader_version="0", torch_version="0", elapsed_s=0.0,
+                    checks=[CheckResult(id="zero_grad.identity", name="n", function="zero_grad",
+                                        kind="identity", device="cpu", passed=False,
+                                        status="failed", score=0, max_score=2, message="m"),
+                            CheckResult(id="sgd_step.values", name="n", function="sgd_step",
+                                        kind="numerics", device="cpu", passed=True,
+                                        status="passed", score=3, max_score=3, message="")])
+    (out / REPORTS / f"{file_stem('Mary Ann')}.json").write_text(report.model_dump_json())
+    (out / FEEDBACK).mkdir()
+    (out / FEEDBACK / f"{file_stem('Mary Ann')}.txt").write_text("feedback")
+    page = write_class_report(out, lab="optim").read_text()
+    href = re.search(r'<a href="(feedback/[^"]+)">Mary Ann</a>', page)
+    assert href is not None
+    assert (out / unquote(href.group(1))).read_text() == "feedback"
+    assert '<span class="lost"><code>zero_grad</code> 0/2</span>' in page
+    assert "<code>sgd_step</code> 3/3" in page
