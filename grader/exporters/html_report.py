@@ -41,7 +41,7 @@ from grader.summary import (
 )
 from grader.views import View
 
-TOP_MISTAKES = 20  # groups shown: the class's story, not every student's
+TOP_MISTAKES = 10  # mistakes shown unfolded: the class's story; the rest fold away
 STATUS_KEYS = {GRADED: "status_graded", NOT_IMPORTED: "status_not_imported",
                NOT_GRADABLE: "status_not_gradable"}
 
@@ -67,6 +67,7 @@ class Mistake:
     tensor: str
     operation: str
     hidden_only: bool  # caught only by hidden checks
+    also: int = 0  # more checks of the same function and kind that the same mistake failed
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class ClassTally:
     every report held at once)."""
 
     standings: list[Standing] = field(default_factory=list)
-    groups: dict[tuple[str, str], _Group] = field(default_factory=dict)
+    groups: dict[tuple[tuple[str, ...], str], _Group] = field(default_factory=dict)
     hidden_passed: Counter[str] = field(default_factory=Counter)
     hidden_failed: Counter[str] = field(default_factory=Counter)
     hidden_names: dict[str, str] = field(default_factory=dict)
@@ -164,12 +165,13 @@ class ClassTally:
             lost = check.max_score - check.score if check.status == "failed" else 0.0
             self.by_function[check.function] = self.by_function.get(check.function, 0.0) + lost
             self.by_kind[check.kind] = self.by_kind.get(check.kind, 0.0) + lost
-            if check.status == "failed":
-                key = (base_id(check.id), masked(check.message))
-                self.groups.setdefault(key, _Group()).add(index, report, check)
             if check.hidden:
                 (self.hidden_passed if check.passed else self.hidden_failed)[check.id] += 1
                 self.hidden_names.setdefault(check.id, check.name)
+        for pattern, failed in _mistakes_of(report).items():
+            group = self.groups.setdefault(pattern, _Group())
+            for check in failed:
+                group.add(index, report, check)
 
     def _add_options(self, report: Report) -> None:
         options = self.options
@@ -190,19 +192,19 @@ class ClassTally:
     def graded(self) -> int:
         return sum(s.status == GRADED for s in self.standings)
 
-    def mistakes(self, *, top: int = TOP_MISTAKES) -> list[Mistake]:
-        """Failed checks grouped by check id and masked message, ranked by students affected,
-        then by points lost (as the class summary ranks its most failed checks)."""
-        found = [Mistake(check_id=check_id, name=group.example.name, kind=group.example.kind,
+    def mistakes(self) -> list[Mistake]:
+        """What students did wrong (see _mistakes_of), ranked by students affected, then by
+        points lost (as the class summary ranks its most failed checks)."""
+        found = [Mistake(check_id=pattern[0], name=group.example.name, kind=group.example.kind,
                          students=len(group.students), points_lost=group.points_lost,
                          example=group.example.message,
                          tensor=named_tensor(group.example),
                          operation=named_operation(group.example),
-                         hidden_only=group.hidden_only)
-                 for (check_id, _), group in self.groups.items()
+                         hidden_only=group.hidden_only, also=len(pattern) - 1)
+                 for (pattern, _), group in self.groups.items()
                  if group.example is not None]
         found.sort(key=lambda m: (-m.students, -m.points_lost, m.check_id, m.example))
-        return found[:top]
+        return found
 
     def hidden_results(self) -> list[HiddenResult]:
         """Per hidden check, how many graded files passed and failed it (most failed first)."""
@@ -226,6 +228,24 @@ class ClassTally:
         found["option_graded_on"] = found["option_graded_on"] or {text("here", lang)}
         return [(text(key, lang), ", ".join(sorted(values)) or "—")
                 for key, values in found.items()]
+
+
+def _mistakes_of(report: Report) -> dict[tuple[tuple[str, ...], str], list[CheckResult]]:
+    """A student's failed checks as mistakes: one per function and kind of check, named by the
+    checks it failed (a hidden case's check is its check) and the words of the first of them
+    (values masked: a temporary from `aten::mul` is not one from `aten::sub`). One formula
+    error in `Adam` that fails its six trajectory checks is one mistake, and two students who
+    made it fail the same six: one mistake of two students, not six rows."""
+    by_function: dict[tuple[str, str], list[CheckResult]] = defaultdict(list)
+    for check in report.checks:
+        if check.status == "failed":
+            by_function[(check.function, check.kind)].append(check)
+    found = {}
+    for failed in by_function.values():
+        checks = tuple(sorted({base_id(c.id) for c in failed}))
+        first = min(failed, key=lambda c: (base_id(c.id), c.id))
+        found[(checks, masked(first.message))] = failed  # two causes, two mistakes
+    return found
 
 
 def tally(reports: Iterable[Report]) -> ClassTally:
@@ -254,7 +274,8 @@ def class_report_html(reports: Iterable[Report], *, lab: str, lang: str = "en") 
         feedback={s.student: feedback_href(s.student) for s in students},
         graded_count=counted.graded, overview=_overview(summary, len(students), lang),
         charts=_charts(summary, by_function, by_kind) if counted.graded else {},
-        mistakes=counted.mistakes(), hidden=counted.hidden_results(),
+        mistakes=counted.mistakes(), shown_mistakes=TOP_MISTAKES,
+        hidden=counted.hidden_results(),
         problems=[s for s in students if s.status != GRADED],
         flagged=[s for s in students if s.integrity],
         protections=list(counted.protections.items()),

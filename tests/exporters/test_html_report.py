@@ -119,7 +119,7 @@ def test_student_names_and_messages_are_text_not_markup(reports: list[Report]) -
     evil_check = failed.model_copy(update={"message": f"{failed.message} {EVIL_MESSAGE}"})
     evil = bob.model_copy(update={"student": EVIL, "checks": [
         evil_check if c is failed else c for c in bob.checks]})
-    html = class_report_html([*reports, evil], lab="optim")
+    html = class_report_html([evil, *reports], lab="optim")  # its words are the example
     assert EVIL not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert EVIL_MESSAGE not in html and "&lt;img src=&#34;x&#34;" in html
     tree = parse(html)
@@ -338,3 +338,22 @@ def test_each_student_links_to_their_feedback_and_shows_points_per_function(tmp_
     assert (out / unquote(href.group(1))).read_text() == "feedback"
     assert '<span class="lost"><code>zero_grad</code> 0/2</span>' in page
     assert "<code>sgd_step</code> 3/3" in page
+
+
+def test_one_formula_error_is_one_mistake_however_many_checks_it_fails() -> None:
+    def failed(check_id: str, config: str) -> CheckResult:
+        return CheckResult(id=check_id, name=check_id, function="Adam", kind="numerics",
+                           device="cpu", passed=False, status="failed", score=0, max_score=2,
+                           message=f"Adam ({config}) drifts from torch.optim.Adam at step 1")
+
+    def student(name: str) -> Report:
+        checks = [failed(f"Adam.trajectory.{case}", case) for case in
+                  ("default", "weight_decay", "betas_eps", "float64", "small_grads", "more")]
+        return Report(lab="optim", submission=f"{name}.py", score=0, max_score=12,
+                      student=name, checks=checks, grader_version="0", torch_version="0",
+                      elapsed_s=0.0)
+
+    tree = parse(class_report_html([student("ana"), student("ben")], lab="optim"))
+    (row,) = rows(tree, "mistakes")
+    assert row[0] == "2" and row[1].startswith("Adam.trajectory.betas_eps")
+    assert "and 5 more checks of this function" in row[1]
