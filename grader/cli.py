@@ -17,11 +17,13 @@ import click
 from pydantic import ValidationError
 from rich.console import Console
 
+from grader import checkout_root
 from grader.errors import ExitCode, UsageError
 from grader.formats import FORMATS
 from grader.labs import LAB_FILES
 
 PROG = "inplace-grader"
+ROOT_DEFAULT = "the checkout this grader runs from, else ."  # --root of the builders
 LABS = ", ".join(sorted(LAB_FILES))  # for --help (the lab folders' names, no torch)
 
 
@@ -401,7 +403,8 @@ def nbgrader_group() -> None:
 @click.option("--hidden", "hidden_path", type=click.Path(path_type=Path),
               help="Hidden-cases file: its cases go between ### BEGIN/END HIDDEN TESTS.")
 @click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
-              default=Path("."), show_default=True, help="Project root holding solutions/.")
+              default=checkout_root, show_default=ROOT_DEFAULT,
+              help="Project root holding solutions/.")
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False),
               required=True, help="COURSE/source/ASSIGNMENT: the notebook is written there.")
 @click.option("--force", is_flag=True, help="Overwrite an existing notebook.")
@@ -466,8 +469,9 @@ def list_checks(lab: str, show_cases: bool) -> None:
 @main.command(hidden=True)  # the course team's, not the students': kept out of --help
 @click.option("--check", "check_only", is_flag=True,
               help="Only report stubs that differ from the solutions (exit 1).")
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("."),
-              show_default=True, help="Project root holding solutions/ and assignments/.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False),
+              default=checkout_root, show_default=ROOT_DEFAULT,
+              help="Project root holding solutions/ and assignments/.")
 def stubs(check_only: bool, root: Path) -> None:
     """Generate assignments/ from solutions/ (solution regions become NotImplementedError)."""
     from grader.stubs import sync_stubs
@@ -508,7 +512,8 @@ def gradescope() -> None:
 @click.option("--torch", "torch_version", default=None,
               help="torch version setup.sh installs (default: the one installed here).")
 @click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
-              default=Path("."), show_default=True, help="The inplace-grader checkout.")
+              default=checkout_root, show_default=ROOT_DEFAULT,
+              help="The inplace-grader checkout.")
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False),
               default=Path("autograder.zip"), show_default=True)
 @click.option("--force", is_flag=True, help="Overwrite an existing zip.")
@@ -566,7 +571,8 @@ def classroom50() -> None:
 @click.option("--torch", "torch_version", default=None,
               help="torch version to install (default: the one installed here).")
 @click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
-              default=Path("."), show_default=True, help="The inplace-grader checkout.")
+              default=checkout_root, show_default=ROOT_DEFAULT,
+              help="The inplace-grader checkout.")
 @click.option("--force", is_flag=True, help="Overwrite an existing autograder.py.")
 def classroom50_init(lab: str, out: Path, torch_version: str | None, project: Path,
                      force: bool) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -211,3 +212,18 @@ def test_a_missing_file_still_gives_a_pipeline_its_result(tmp_path: Path,
         printed = json.loads(result.stdout)
         score = printed.get("score", sum(t.get("score", 0) for t in printed.get("tests", [])))
         assert score == 0
+
+
+@pytest.mark.parametrize("command", [
+    ["nbgrader", "source", "--lab", "optim", "-o", "course/source/ps1"],
+    ["classroom50", "init", "--lab", "optim", "-o", "classroom/autograders/optim"],
+    ["gradescope", "build", "--lab", "optim", "-o", "autograder.zip"],
+])
+def test_the_builders_work_from_any_folder(tmp_path: Path, command: list[str]) -> None:
+    """An instructor outside the checkout: --root defaults to the checkout the grader runs
+    from (it was `.`, so each of these said "no solutions/ folder here")."""
+    run = subprocess.run([sys.executable, "-m", "grader", *command], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / command[-1]).exists()
