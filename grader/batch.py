@@ -368,9 +368,9 @@ def check_out_folder(options: BatchOptions) -> None:
     reports graded with hidden cases that this run, without --hidden, would drop (unless
     --force): found before anything is graded, never after."""
     out = options.out
-    try:
-        (out / REPORTS).mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out / REPORTS):
+    try:  # a folder made and removed where --output would go: nothing is left behind
+        place = next(p for p in (out, *out.absolute().parents) if p.exists())
+        with tempfile.TemporaryDirectory(dir=place):
             pass
     except OSError as exc:
         raise UsageError(f"--output {out}: cannot write there ({exc.strerror or exc}); choose "
@@ -390,8 +390,8 @@ def check_instructor_files(options: BatchOptions) -> None:
     """Raise UsageError for a mistake in the rubric or hidden-cases file, or an --out folder
     of another lab: it stops the run before any student is graded, rather than failing (or
     overwriting) every student."""
-    check_out_folder(options)
     check_instructor_input(options.lab, options.check)  # no torch: a typo is reported at once
+    check_out_folder(options)
     lab = get_lab(options.lab)
     effective_rubric(lab, options.check.rubric_override)
     hidden_plan(lab, options.check.hidden)

@@ -155,17 +155,25 @@ def check_submission(path: Path, *, lab: str | None = None,
                          f"(available: {', '.join(sorted(LAB_FILES))})")
     check_instructor_input(lab_name, options)
     submission = load_submission(path, filename=LAB_FILES[lab_name])
+    if why := nothing_to_grade(submission):  # told at once: no worker, no torch
+        raise SubmissionError(f"{submission.path.name} {why}")
     return grade_submission(submission, lab=lab_name, options=options, sandbox=sandbox,
                             started=started)
+
+
+def nothing_to_grade(submission: Submission) -> str:
+    """Why there is nothing in `submission` to run ("" where there is something)."""
+    if submission.source.strip():
+        return ""
+    return "is empty" if submission.path.suffix != ".ipynb" else "has no code cells"
 
 
 def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
                      sandbox: Sandbox | None = None, started: float | None = None) -> Report:
     """Grade an already-read submission (what `check` and the batch `grade` share)."""
     started = time.monotonic() if started is None else started
-    if not submission.source.strip():
-        return _nothing_to_grade(submission, lab, options, "is empty" if
-                                 submission.path.suffix != ".ipynb" else "has no code cells")
+    if why := nothing_to_grade(submission):
+        return _nothing_to_grade(submission, lab, options, why)
     if not submission.source.isascii() and not _encodes(submission.source):
         return _nothing_to_grade(submission, lab, options, "holds text that is not Unicode "
                                  "(a lone surrogate): save it as UTF-8")

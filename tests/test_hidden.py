@@ -13,6 +13,7 @@ import pytest
 from grader.batch import BatchOptions, grade_class
 from grader.checks.findings import Phrase, fail
 from grader.engine import CheckOptions, check_submission, error_report
+from grader.errors import UsageError
 from grader.exporters.text import feedback_text
 from grader.hidden import (
     HiddenFile,
@@ -233,8 +234,11 @@ def test_batch_release_rewrites_feedback_without_regrading(tmp_path: Path) -> No
     assert again.reused == 1 and again.graded == 0
     assert "large_lr" in (out / "feedback" / "tuned.txt").read_text()
 
-    without = grade_class(subs, options=options(hidden=None))
-    assert without.graded == 1, "another hidden file (or none) regrades"
+    with pytest.raises(UsageError, match="graded with --hidden cases, which this run would "
+                                         "drop; pass the same --hidden FILE, or --force"):
+        grade_class(subs, options=options(hidden=None))  # the hidden results would be lost
+    without = grade_class(subs, options=options(hidden=None, force=True))
+    assert without.graded == 1, "no hidden file, when forced, regrades"
 
 
 def test_the_command_line_takes_hidden_and_release(tmp_path: Path) -> None:
