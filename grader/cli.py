@@ -193,7 +193,7 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
                             integrity=integrity)
     lang = options.lang
     try:
-        report = check_submission(submission, lab=lab, options=options)
+        report = check_submission(submission, lab=lab, options=options, refuse_empty=True)
     except SubmissionError as exc:  # nothing at that path, or unreadable: one line, exit 2
         known = lab or infer_lab_name(submission)
         if output_format != "text" and known is not None:

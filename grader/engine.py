@@ -139,11 +139,13 @@ def hidden_plan(lab: Lab, hidden: HiddenFile | None) -> HiddenPlan:
 
 def check_submission(path: Path, *, lab: str | None = None,
                      options: CheckOptions | None = None,
-                     sandbox: Sandbox | None = None) -> Report:
+                     sandbox: Sandbox | None = None, refuse_empty: bool = False) -> Report:
     """Grade one submission (file, folder or notebook) in the sandbox; never runs it here.
 
     Pass a running `sandbox` to grade many submissions with one worker (its labs must include
-    this one); otherwise a worker is started and stopped for this submission.
+    this one); otherwise a worker is started and stopped for this submission. With
+    `refuse_empty`, an empty submission raises SubmissionError at once (no worker, no torch:
+    `check` tells it in a fraction of a torch import) instead of returning its error report.
     """
     options = options or CheckOptions()
     started = time.monotonic()
@@ -155,7 +157,7 @@ def check_submission(path: Path, *, lab: str | None = None,
                          f"(available: {', '.join(sorted(LAB_FILES))})")
     check_instructor_input(lab_name, options)
     submission = load_submission(path, filename=LAB_FILES[lab_name])
-    if why := nothing_to_grade(submission):  # told at once: no worker, no torch
+    if refuse_empty and (why := nothing_to_grade(submission)):  # no worker, no torch
         raise SubmissionError(f"{submission.path.name} {why}")
     return grade_submission(submission, lab=lab_name, options=options, sandbox=sandbox,
                             started=started)

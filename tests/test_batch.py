@@ -117,7 +117,7 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     # The class report page is written beside them, every student named in its table, and
     # `inplace-grader report` rebuilds it from the reports in another language.
     page = (out / "report.html").read_text()
-    assert all(f"<td>{student}</td>" in page for student in book), "a row per student"
+    assert all(f'.txt">{student}</a></td>' in page for student in book), "a row per student"
     rebuilt = subprocess.run([sys.executable, "-m", "grader", "report", str(out), "--lang", "ko"],
                              capture_output=True, text=True, timeout=120)
     assert rebuilt.returncode == 0, rebuilt.stderr
