@@ -9,14 +9,15 @@ tensor's name and the case's words, so feedback names what was judged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import math
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
 
 from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, fail
-from grader.checks.numerics import mismatch
+from grader.checks.numerics import mismatch, tolerance
 from grader.checks.tensors import same_values
 from grader.labs.base import Case, Evidence
 
@@ -90,6 +91,69 @@ def plain_leaf(function: str, tensor: str, after: dict[str, Any]) -> Finding | N
                     is_leaf=after["is_leaf"], requires_grad=after["requires_grad"],
                     grad_fn=after["grad_fn"] or "None")
     return None
+
+
+# NOTE: [shown to compute]
+# A check of what a function keeps (its storage, the object it returns, no temporary, the
+# other input untouched, ...) pays only where the function was shown to do its job
+# (CheckSpec.shown_by): otherwise `return x` would "keep its storage". A version bump shows a
+# write, not a computation: `x.mul_(1)`, `add_(0)` or `copy_` of the input onto itself write
+# and change nothing, and must earn what `return x` earns (issue 26). So the version checks,
+# which the gates name, pass only where some case shows the function computing
+# (`computes`), and one wrong corner (an extreme fill, lo > hi) costs only its own check:
+# a case the function gets wrong leaves the others to show it at work.
+
+def computes(before: torch.Tensor, after: torch.Tensor, want: torch.Tensor) -> bool | None:
+    """Whether a call was right on part of what was asked: `before` the caller's values,
+    `after` what the call left there, `want` the reference's.
+
+    Judged on the elements the reference changes (where `before` is not close to `want`, with
+    the tolerances of `values_close`): more than half of them are right, nearer `want` than
+    they were, or moved by as much as the reference moves them (a sign mistake: `p + lr * g`);
+    NaN is none of these. A write that changes nothing moves nothing and shows nothing. A
+    formula that is wrong but heads the right way (a biased variance, a missing eps) still
+    shows the function at work, so its mistake costs its values checks alone. None where the
+    reference changes nothing: such a case cannot tell."""
+    if tuple(after.shape) != tuple(want.shape) or tuple(before.shape) != tuple(want.shape):
+        return False
+    rtol, atol = tolerance(want.dtype)
+    b, a, w = (t.detach().to("cpu", torch.float64) for t in (before, after, want))
+    allowed = atol + rtol * w.abs()
+
+    def close(t: torch.Tensor) -> torch.Tensor:
+        return (((t - w).abs() <= allowed) | (torch.isnan(t) & torch.isnan(w))
+                | (torch.isinf(w) & (t == w)))
+
+    changed = ~close(b)
+    count = int(changed.sum())
+    if count == 0:
+        return None
+    error_before = (b - w).abs().nan_to_num(nan=math.inf)
+    # NaN compares False: never nearer, never the right size.
+    nearer = close(a) | ((a - w).abs() < error_before)
+    right_size = ((a - b).abs() - (w - b).abs()).abs() <= allowed
+    return 2 * int(((nearer | right_size) & changed).sum()) > count
+
+
+def shown(verdicts: Iterable[bool | None]) -> bool:
+    """Some case shows the function computing (`computes`); or none of them can tell (each
+    reference changes nothing, as a hidden case's may), so the gate has nothing to ask."""
+    told = [verdict for verdict in verdicts if verdict is not None]
+    return not told or any(told)
+
+
+def unless_computing(judge: Callable[[Evidence], Finding],
+                     verdicts: Callable[[Evidence], Iterable[bool | None]], *,
+                     function: str, tensor: str) -> Callable[[Evidence], Finding]:
+    """`judge`, failed where it passes but no case shows `function` computing: what a gate
+    names (a version check) must show more than a write. See NOTE: [shown to compute]."""
+    def gated(evidence: Evidence) -> Finding:
+        finding = judge(evidence)
+        if finding.passed and not shown(verdicts(evidence)):
+            return fail("write_changes_nothing", function=function, tensor=tensor)
+        return finding
+
+    return gated
 
 
 def values_close(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str,

@@ -13,10 +13,13 @@ import torch
 from grader.checks.allocation import full_size_temporaries
 from grader.checks.core import (
     Selector,
+    computes,
+    each_case,
     every_case,
     judge_cases,
     plain_leaf,
     storage_kept,
+    unless_computing,
     version_advanced,
 )
 from grader.checks.errors import error_finding
@@ -38,7 +41,7 @@ from grader.labs.autograd.plan import (
     lab_cases,
 )
 from grader.labs.autograd.records import record_type
-from grader.labs.base import CheckSpec, Lab, signature_judge
+from grader.labs.base import CheckSpec, Evidence, Lab, signature_judge
 from grader.labs.dtypes import DTYPES
 
 
@@ -370,6 +373,22 @@ def validate_case(case: Case) -> None:
         raise ValueError(f"torch allows t.add_(value) for kind {case['kind']!r}")
 
 
+# --- shown to compute ------------------------------------------------------------------------
+
+def _computing(function: str, cases: Selector, key: str
+               ) -> Callable[[Evidence], list[bool | None]]:
+    """Whether each case shows `function` adding `value` (checks/core.computes, on the values
+    the record keeps under `key`): `leaf.mul_(1)` advances the version and adds nothing. See
+    NOTE: [shown to compute] in checks/core.py; the gates name the version checks."""
+    def verdicts(evidence: Evidence) -> list[bool | None]:
+        return [computes(reference.start_values(case), observed[key],
+                         reference.expected_add(case)) if key in observed else False
+                for case, observed, problem in each_case(evidence, function, cases)
+                if problem.passed]
+
+    return verdicts
+
+
 # --- checks ----------------------------------------------------------------------------------
 
 def _checks() -> tuple[CheckSpec, ...]:
@@ -392,7 +411,10 @@ def _checks() -> tuple[CheckSpec, ...]:
              shown_by=leaf_did),
         spec("update_leaf_.same_memory", "storage", every_case, _update_storage,
              shown_by=leaf_did),
-        spec("update_leaf_.version_advances", "version", every_case, _update_version),
+        CheckSpec("update_leaf_.version_advances", "version", unless_computing(
+            judge_cases("update_leaf_", every_case, _update_version),
+            _computing("update_leaf_", every_case, "values"),
+            function="update_leaf_", tensor="leaf")),
         spec("update_leaf_.no_history", "autograd", every_case, _update_history,
              shown_by=leaf_did),
         spec("update_leaf_.keeps_grad", "side_effect", every_case, _update_grad,
@@ -401,7 +423,10 @@ def _checks() -> tuple[CheckSpec, ...]:
         spec("add_or_copy.returns_pair", "api", both, _returns_tuple),
         spec("add_or_copy.in_place_when_allowed", "identity", allowed, _add_in_place,
              shown_by=("add_or_copy.values", "add_or_copy.version_advances")),
-        spec("add_or_copy.version_advances", "version", allowed, _add_version),
+        CheckSpec("add_or_copy.version_advances", "version", unless_computing(
+            judge_cases("add_or_copy", allowed, _add_version),
+            _computing("add_or_copy", allowed, "result_values"),
+            function="add_or_copy", tensor="t")),
         spec("add_or_copy.falls_back_when_forbidden", "autograd", forbidden, _add_fallback),
         spec("add_or_copy.fallback_leaves_t", "side_effect", forbidden, _add_t_untouched,
              shown_by=("add_or_copy.falls_back_when_forbidden",

@@ -16,9 +16,12 @@ from grader.checks.allocation import judge_allocations
 from grader.checks.core import (
     Rule,
     Selector,
+    computes,
+    each_case,
     judge_cases,
     plain_leaf,
     storage_kept,
+    unless_computing,
     values_close,
     version_advanced,
 )
@@ -300,7 +303,24 @@ def _sgd_allocation(case: Case, observed: dict[str, Any]) -> Finding | None:
 
 judge_sgd_step_skips_missing = judge_cases("sgd_step", _is_missing_guard, _per_param(_sgd_skips))
 judge_sgd_step_storage = judge_cases("sgd_step", _is_state, _per_param(_sgd_storage))
-judge_sgd_step_version = judge_cases("sgd_step", _is_state, _per_param(_sgd_version))
+def _sgd_computing(evidence: Evidence) -> list[bool | None]:
+    """Whether each parameter with a gradient, in each state case, shows sgd_step computing
+    (checks/core.computes): `p.add_(0)` advances the version and computes nothing."""
+    verdicts = []
+    for case, observed, problem in each_case(evidence, "sgd_step", _is_state):
+        if not problem.passed:
+            continue
+        want, start = _sgd_step_expected(case), _sgd_step_start(case)
+        for index, obs in enumerate(observed.get("params", [])[:len(want)]):
+            if case["grads"][index] != "none":
+                verdicts.append(computes(start[index], obs["values"], want[index]))
+    return verdicts
+
+
+# See NOTE: [shown to compute] in checks/core.py: the gate SGD_STEP_DID names this check.
+judge_sgd_step_version = unless_computing(
+    judge_cases("sgd_step", _is_state, _per_param(_sgd_version)), _sgd_computing,
+    function="sgd_step", tensor="params")
 judge_sgd_step_autograd = judge_cases("sgd_step", _is_state, _per_param(_sgd_history))
 judge_sgd_step_allocation = judge_cases("sgd_step", lambda c: c["measure"] == "allocation",
                                         _sgd_allocation)
@@ -412,6 +432,31 @@ def judge_params_in_place(cls: str) -> Callable[[Evidence], Finding]:
     return _class_check(cls, rule)
 
 
+@cached_by_content
+def _trajectory_start(case: Case) -> tuple[torch.Tensor, ...]:
+    return tuple(p.detach() for p in build_params(case, "cpu"))
+
+
+def _class_computing(cls: str) -> Callable[[Evidence], list[bool | None]]:
+    """Whether each parameter at each step of each trajectory shows `cls.step` computing
+    (checks/core.computes, from the parameters' first values): `p.add_(0)` advances the
+    version and computes nothing."""
+    def verdicts(evidence: Evidence) -> list[bool | None]:
+        found: list[bool | None] = []
+        for case, observed, problem in each_case(evidence, cls, _shared_trajectory):
+            if not problem.passed:
+                continue
+            expected, start = _trajectory(case), _trajectory_start(case)
+            for step, record in enumerate(observed.get("steps") or []):
+                if record.get("error") or step >= len(expected):
+                    break
+                for index, obs in enumerate(record["params"][:len(start)]):
+                    found.append(computes(start[index], obs["values"], expected[step][index]))
+        return found
+
+    return verdicts
+
+
 def judge_version(cls: str) -> Callable[[Evidence], Finding]:
     def rule(case: Case, step: int, index: int, obs: dict[str, Any]) -> Finding | None:
         if not obs["had_grad"]:
@@ -419,7 +464,9 @@ def judge_version(cls: str) -> Callable[[Evidence], Finding]:
         return version_advanced(f"{cls}.step", f"params[{index}]", obs["state_before"],
                                 obs["state_after"], where=phrase("at_step", step=step + 1))
 
-    return _class_check(cls, rule)
+    # See NOTE: [shown to compute] in checks/core.py: the gate of the class names this check.
+    return unless_computing(_class_check(cls, rule), _class_computing(cls),
+                            function=f"{cls}.step", tensor="params")
 
 
 def judge_history(cls: str) -> Callable[[Evidence], Finding]:

@@ -10,7 +10,13 @@ from typing import Any
 import torch
 
 from grader.checks.allocation import judge_allocations
-from grader.checks.core import Selector, each_case, judge_cases
+from grader.checks.core import (
+    Selector,
+    computes,
+    each_case,
+    judge_cases,
+    unless_computing,
+)
 from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
@@ -116,7 +122,32 @@ def judge_version(function: str) -> Callable[[Evidence], Finding]:
                             version=before["version"], where=_describe(case))
         return PASS
 
-    return judge
+    # A version bump shows a write, not a computation: `x.mul_(1)` earns what `return x`
+    # earns (see NOTE: [shown to compute] in checks/core.py).
+    return unless_computing(judge, lambda evidence: computing(function, evidence),
+                            function=function, tensor=_first_arg(function))
+
+
+def case_computes(case: Case, observed: dict[str, Any]) -> bool | None:
+    """The caller's memory, as the values checks read it, moved towards the reference's
+    values on this case (checks/core.computes)."""
+    if "values" not in observed:
+        return False
+    through_base = case["layout"] in VIEW_LAYOUTS  # the caller's memory is the base
+    want_x, want_base = expected(case)
+    original = _original_base(case)
+    if through_base:
+        return computes(original, observed["base_values"], want_base)
+    return computes(view_of(original, case["layout"]), observed["values"], want_x)
+
+
+def computing(function: str, evidence: Evidence) -> list[bool | None]:
+    """Whether each ordinary case of `function` shows it computing: right, or heading right,
+    on part of what the lab asks. One wrong corner (an extreme fill, lo > hi) leaves the
+    others to show it."""
+    return [case_computes(case, observed)
+            for case, observed, problem in each_case(evidence, function, _ordinary)
+            if problem.passed]
 
 
 SPECIAL_GROUPS = ("edges", "broadcast")
