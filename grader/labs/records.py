@@ -4,6 +4,10 @@ A record crosses the trust boundary: the child that wrote it ran student code. S
 process checks each record against its type before any judge reads it (`checked`): a record of
 the wrong shape is the child's runtime failure, and a judge that still raises on a checked
 record is the grader's own bug (an internal error, exit 3), never a message to the student.
+The type is also checked against the case that produced the record (`CaseType`): the counts
+and shapes the case fixes whatever the submission does (one entry per parameter, the shape of
+a copy the probe took before the call), since a record of the right types can still carry one
+parameter too many (issue 26).
 
 Each lab's `records.py` declares its probes' records with the pieces below; `Failed` is what a
 case whose function is missing, or whose call raised before anything else was recorded, holds.
@@ -11,6 +15,8 @@ case whose function is missing, or whose call raised before anything else was re
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -97,14 +103,59 @@ class MalformedRecord(ValueError):
     """A record the child wrote that is not of its probe's type."""
 
 
-def checked(adapter: TypeAdapter[Any], record: object) -> dict[str, Any]:
-    """`record` if it is of the adapter's type (tensors are kept, not copied), else
-    MalformedRecord with pydantic's first complaint."""
+Fits = Callable[[dict[str, Any]], str | None]
+
+
+@dataclass(frozen=True)
+class CaseType:
+    """A record's type with what its case fixes of it: `fits` names, for a record of the type
+    that is not a `Failed` one, the first thing that does not match the case, or None."""
+
+    adapter: TypeAdapter[Any]
+    fits: Fits
+
+    def validate_python(self, record: object) -> object:
+        return self.adapter.validate_python(record)
+
+
+def checked(adapter: TypeAdapter[Any] | CaseType, record: object) -> dict[str, Any]:
+    """`record` if it is of the adapter's type (tensors are kept, not copied), and of its
+    case where the adapter is a CaseType; else MalformedRecord with the first complaint."""
     try:
         adapter.validate_python(record)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise MalformedRecord(f"{where}: {first['msg']}") from None
-    assert isinstance(record, dict)
+    if not isinstance(record, dict):
+        raise MalformedRecord("not a mapping")
+    if isinstance(adapter, CaseType) and set(record) != {"error"}:  # Failed: nothing to fit
+        complaint = adapter.fits(record)
+        if complaint is not None:
+            raise MalformedRecord(f"not of its case: {complaint}")
     return record
+
+
+def dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def count_is(where: str, items: Sequence[Any], count: int) -> str | None:
+    """None if `items` has `count` entries, else what is wrong (for `fits`)."""
+    return None if len(items) == count else f"{where}: {len(items)} entries, the case has {count}"
+
+
+def tensor_is(where: str, t: object, shape: Sequence[int], dtype: str | None = None
+              ) -> str | None:
+    """None if `t` is a tensor of `shape` (and `dtype`), else what is wrong (for `fits`)."""
+    if not isinstance(t, torch.Tensor):
+        return f"{where}: not a tensor"
+    if list(t.shape) != list(shape):
+        return f"{where}: shape {list(t.shape)}, the case's is {list(shape)}"
+    if dtype is not None and dtype_name(t) != dtype:
+        return f"{where}: {dtype_name(t)}, the case's is {dtype}"
+    return None
+
+
+def first_complaint(*complaints: str | None) -> str | None:
+    return next((c for c in complaints if c is not None), None)

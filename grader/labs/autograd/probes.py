@@ -13,7 +13,7 @@ from grader.checks.allocation import AllocationTracker, warm_up_meters
 from grader.checks.api import describe_module
 from grader.labs.autograd.inputs import Case, build_start, build_value, draw, loss_weights
 from grader.labs.autograd.inputs import witnessed as witnessed
-from grader.labs.probing import run_cases
+from grader.labs.probing import backward, gradcheck, no_grad, run_cases
 from grader.sandbox.child import call_student
 from grader.sandbox.witness import NO_ARENA, Arena
 
@@ -42,7 +42,7 @@ def _grad(t: torch.Tensor | None) -> torch.Tensor | None:
 def _backward(result: Any, weights: torch.Tensor) -> dict[str, Any] | None:
     """Run `(result * weights).sum().backward()`; the error as data, if any."""
     def run() -> None:
-        (result * weights).sum().backward()
+        backward((result * weights).sum())
 
     _, error = call_student(run)
     return error
@@ -73,7 +73,7 @@ def probe_add_or_copy(add_or_copy: Any, case: Case, device: str, arena: Arena) -
     t, leaf = build_start(case, device)
     value = build_value(case, device)
     t_values, t_version = tensors.values(t), tensors._version(t)
-    paused = torch.no_grad() if case["kind"] == "no_grad_leaf" else contextlib.nullcontext()
+    paused = no_grad() if case["kind"] == "no_grad_leaf" else contextlib.nullcontext()
     with paused:
         returned, error = call_student(add_or_copy, t, value)
     record: dict[str, Any] = {
@@ -118,7 +118,7 @@ def probe_fixed_block(fixed_block: Any, case: Case, device: str, arena: Arena) -
                 "numel": case["x_shape"][0] * case["w_shape"][1]}
     if case["measure"] == "gradcheck":
         def check() -> bool:
-            return bool(torch.autograd.gradcheck(lambda a, b: fixed_block(a, b), (x, w)))
+            return bool(gradcheck(lambda a, b: fixed_block(a, b), (x, w)))
 
         passed, error = call_student(check)
         return {"error": None, "gradcheck": passed is True, "gradcheck_error": error}
@@ -130,7 +130,7 @@ def probe_fixed_block(fixed_block: Any, case: Case, device: str, arena: Arena) -
         record["value_type"] = type(out).__name__
     elif error is None:
         record["value"] = tensors.values(out)
-        _, record["backward_error"] = call_student(lambda: out.sum().backward())
+        _, record["backward_error"] = call_student(lambda: backward(out.sum()))
         record["x_grad"], record["w_grad"] = _grad(x.grad), _grad(w.grad)
     record["inputs_untouched"] = (tensors.same_values(x, x_values)
                                   and tensors.same_values(w, w_values)
@@ -158,7 +158,7 @@ def probe_snapshot(snapshot: Any, case: Case, device: str, arena: Arena) -> dict
     record.update({"values": before,
                    "shares_storage": _storage_ptr(out) == _storage_ptr(t),
                    "state": tensors.state(out)})
-    with torch.no_grad():
+    with no_grad():
         t.add_(1.0)  # our own probe's write: must not reach an independent copy
     record["sees_later_writes"] = not tensors.same_values(out, before)
     return record
@@ -177,10 +177,10 @@ def probe_alias(alias: Any, case: Case, device: str, arena: Arena) -> dict[str, 
                    and _storage_ptr(out) == _storage_ptr(t),
                    "state": tensors.state(out)})
     out_version, t_version = tensors._version(out), tensors._version(t)
-    with torch.no_grad():
+    with no_grad():
         t.add_(0.0)  # bumps t's counter: a true alias sees it
     seen_by_alias = tensors._version(out) > out_version
-    with torch.no_grad():
+    with no_grad():
         _, write_error = call_student(lambda: out.add_(0.0))
     seen_by_t = write_error is None and tensors._version(t) > t_version + 1
     record["shares_version"] = seen_by_alias and seen_by_t

@@ -9,13 +9,16 @@ from typing import Any
 from pydantic import TypeAdapter, with_config
 from typing_extensions import NotRequired, TypedDict
 
+from grader.labs.autograd.inputs import build_start
 from grader.labs.records import (
     STRICT,
     AllocationRecord,
+    CaseType,
     ErrorRecord,
     Failed,
     Tensor,
     TensorState,
+    tensor_is,
 )
 
 
@@ -109,7 +112,21 @@ _TYPES: dict[str, TypeAdapter[Any]] = {
 }
 
 
-def record_type(function: str, case: dict[str, Any]) -> TypeAdapter[Any]:
-    """The type of the record `function`'s probe writes for `case`."""
+def record_type(function: str, case: dict[str, Any]) -> CaseType:
+    """The type of the record `function`'s probe writes for `case`, with what the case fixes
+    of it: update_leaf_'s copy of the leaf taken before the call (its shape and dtype), and
+    the size of fixed_block's `x @ w`."""
     measure = case.get("measure", "state")
-    return _TYPES[function if measure == "state" else f"{function}.{measure}"]
+    adapter = _TYPES[function if measure == "state" else f"{function}.{measure}"]
+    if function == "update_leaf_":
+        def fits(record: dict[str, Any]) -> str | None:
+            start = build_start(case, "meta")[0]
+            return tensor_is("alias_values", record["alias_values"], list(start.shape),
+                             case["dtype"])
+
+        return CaseType(adapter, fits)
+    if function == "fixed_block" and measure == "allocation":
+        numel = case["x_shape"][0] * case["w_shape"][1]
+        return CaseType(adapter, lambda record: None if record["numel"] == numel else (
+            f"numel: {record['numel']}, the case's is {numel}"))
+    return CaseType(adapter, lambda record: None)

@@ -29,7 +29,7 @@ from grader.labs.optim.inputs import (
     step_grads,
 )
 from grader.labs.optim.inputs import witnessed as witnessed
-from grader.labs.probing import run_cases
+from grader.labs.probing import no_grad, run_cases
 from grader.sandbox.child import call_student
 from grader.sandbox.witness import NO_ARENA, Arena
 
@@ -125,7 +125,7 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str,
     if case.get("measure") == "allocation" and case.get("meters") == "dispatch":
         # The dispatch tracker only: a dtype's own case, where what is sought is an aten op
         # (a `.float()` copy) that the tracker names; the float32 case runs every meter.
-        with torch.no_grad(), AllocationTracker([*params, *(p.grad for p in params)]) as tracker:
+        with no_grad(), AllocationTracker([*params, *(p.grad for p in params)]) as tracker:
             _, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
         largest = max(params, key=lambda p: p.numel())
         return {"error": error, "allocations": tracker.events, "numel": largest.numel(),
@@ -133,7 +133,7 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str,
                 "profiler_peak_bytes": 0, "profiler_peak_op": None}
     if case.get("measure") == "allocation":
         arguments = [*params, *(p.grad for p in params)]
-        with torch.no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \
+        with no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \
                 AllocationTracker(arguments) as tracker:
             _, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
         again = build_params(case, device)  # fresh inputs, measured without the dispatch mode

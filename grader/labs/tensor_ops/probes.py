@@ -16,7 +16,14 @@ from grader.checks.allocation import (
     without_dispatch_mode,
 )
 from grader.checks.api import describe_module
-from grader.labs.probing import run_cases
+from grader.labs.probing import (
+    cuda_max_memory_allocated,
+    cuda_memory_allocated,
+    cuda_reset_peak_memory_stats,
+    cuda_synchronize,
+    no_grad,
+    run_cases,
+)
 from grader.labs.tensor_ops.inputs import Case, build_args, build_base, build_other, view_of
 from grader.labs.tensor_ops.inputs import witnessed as witnessed
 from grader.sandbox.child import call_student
@@ -84,23 +91,23 @@ def probe_allocation(function: Any, case: Case, device: str, arena: Arena) -> di
     if case.get("meters") == "dispatch":
         # The dispatch tracker only: a dtype's own case, where what is sought is an aten op
         # (a `.float()` copy) that the tracker names; the float32 cases run every meter.
-        with torch.no_grad(), AllocationTracker([x, other]) as tracker:
+        with no_grad(), AllocationTracker([x, other]) as tracker:
             _, error = call_student(function, *args, **case.get("kwargs", {}))
         return {"error": error, "allocations": tracker.events, "numel": x.numel(),
                 "nbytes": x.numel() * x.element_size(), "host_peak_bytes": 0,
                 "profiler_peak_bytes": 0, "profiler_peak_op": None, "cuda_peak_bytes": 0}
     cuda = device == "cuda"
     if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        cuda_base = torch.cuda.memory_allocated()
-    with torch.no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \
+        cuda_synchronize()
+        cuda_reset_peak_memory_stats()
+        cuda_base = cuda_memory_allocated()
+    with no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \
                 AllocationTracker([x, other]) as tracker:
         _, error = call_student(function, *args, **case.get("kwargs", {}))
     cuda_peak = 0
     if cuda:
-        torch.cuda.synchronize()
-        cuda_peak = torch.cuda.max_memory_allocated() - cuda_base
+        cuda_synchronize()
+        cuda_peak = cuda_max_memory_allocated() - cuda_base
     again = view_of(build_base(case, device), case["layout"])  # fresh, without the mode
     again_args = build_args(case, again, build_other(case, device))
     peak, peak_op, host_peak = without_dispatch_mode(

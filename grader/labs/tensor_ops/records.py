@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from pydantic import TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from grader.labs.records import (
     STRICT,
+    CaseType,
     ErrorRecord,
     Failed,
     MeteredAllocationRecord,
     Tensor,
     TensorState,
+    first_complaint,
+    tensor_is,
 )
+from grader.labs.tensor_ops.inputs import LAYOUTS, view_of
 
 
 @with_config(STRICT)
@@ -45,6 +50,19 @@ _BY_MEASURE: dict[str, TypeAdapter[Any]] = {
 }
 
 
-def record_type(function: str, case: dict[str, Any]) -> TypeAdapter[Any]:
-    """The type of the record `function`'s probe writes for `case`."""
-    return _BY_MEASURE[case["measure"]]
+def record_type(function: str, case: dict[str, Any]) -> CaseType:
+    """The type of the record `function`'s probe writes for `case`, with what the case fixes
+    of a state record: the probe's own copies, of the argument taken before the call and of
+    its base (the witness's memory) after it, of the case's shapes and dtype."""
+    adapter = _BY_MEASURE[case["measure"]]
+    if case["measure"] != "state" or "layout" not in case or "dtype" not in case:
+        return CaseType(adapter, lambda record: None)  # a case that fixes nothing of it
+
+    def fits(record: dict[str, Any]) -> str | None:
+        base = torch.empty(case.get("base_shape") or LAYOUTS[case["layout"]], device="meta")
+        view = view_of(base, case["layout"])
+        return first_complaint(
+            tensor_is("alias_values", record["alias_values"], list(view.shape), case["dtype"]),
+            tensor_is("base_values", record["base_values"], list(base.shape), case["dtype"]))
+
+    return CaseType(adapter, fits)
