@@ -6,7 +6,8 @@ Two independent witnesses, so neither an untested code path nor an indirect rout
   the forbidden module;
 - dynamically, in the child: every function and method defined in the forbidden package is
   wrapped before the submission is imported, and calls made while a lab function runs are
-  recorded for that function (getattr, importlib and exec routes included).
+  recorded for that function (getattr, importlib, exec, subclass and `__mro__` routes
+  included; the wrappers hold no original to unwrap).
 """
 
 from __future__ import annotations
@@ -28,43 +29,74 @@ POLICY_EVENT = "inplace-grader.policy"  # the child's audit hook relays these to
 class CallRecorder:
     """Wraps the callables of a package so that each call raises POLICY_EVENT with its
     qualified name: the child's audit hook relays it to the worker at once, as a `C` line
-    (nothing is kept here that a submission could empty)."""
+    (nothing is kept here that a submission could empty).
+
+    Every function defined in the package is wrapped wherever the package binds it (a kernel
+    that `torch.optim._functional` re-exports from `torch.optim.sgd` is the same wrapper in
+    both), and so are the optimizers' `__init__`, `step` and `zero_grad`: a subclass, an alias
+    or a class reached through `__mro__` calls them. No wrapper holds its original: the
+    originals are held by an audit hook (sandbox/audit.py `keep_originals`), so neither
+    `__wrapped__` nor a closure cell gives an unrecorded route; the tamper watch names a
+    wrapper replaced or rewritten (its `__code__`, its cells)."""
 
     def __init__(self, package: str) -> None:
         self.package = package
 
+    def _ours(self, module_name: object) -> bool:
+        return isinstance(module_name, str) and (
+            module_name == self.package or module_name.startswith(self.package + "."))
+
     def install(self) -> None:
+        from grader.sandbox.audit import keep_originals  # the child's side, in the zygote
+
+        originals: dict[str, Any] = {}
+        wrappers: dict[int, Any] = {}  # id(original) -> its one wrapper
         for module_name, module in list(sys.modules.items()):
-            if module is None or not (
-                module_name == self.package or module_name.startswith(self.package + ".")
-            ):
+            if module is None or not self._ours(module_name):
                 continue
             for attr, obj in list(vars(module).items()):
-                if getattr(obj, "__module__", None) != module_name:
+                if not self._ours(getattr(obj, "__module__", None)):
                     continue
                 if isinstance(obj, type):
                     for method in ("__init__", "step", "zero_grad"):
                         if method in vars(obj):
-                            setattr(obj, method, self._wrap(vars(obj)[method],
-                                                            f"{module_name}.{attr}.{method}"))
+                            setattr(obj, method, self._wrap(
+                                vars(obj)[method], f"{obj.__module__}.{obj.__qualname__}."
+                                f"{method}", originals, wrappers))
                 elif callable(obj) and hasattr(obj, "__code__"):
-                    setattr(module, attr, self._wrap(obj, f"{module_name}.{attr}"))
+                    setattr(module, attr, self._wrap(
+                        obj, f"{obj.__module__}.{getattr(obj, '__qualname__', attr)}",
+                        originals, wrappers))
+        if wrappers:
+            keep_originals(POLICY_EVENT, originals,
+                           caller=next(iter(wrappers.values())).__code__)
 
-    def _wrap(self, func: Any, qualname: str) -> Any:
+    def _wrap(self, func: Any, qualname: str, originals: dict[str, Any],
+              wrappers: dict[int, Any]) -> Any:
         if getattr(func, "__grader_wrapped__", False):
             return func
+        if id(func) in wrappers:
+            return wrappers[id(func)]
         event = sys.audit
+        while qualname in originals:  # two functions of one name: each keeps its own
+            qualname += "'"
+        originals[qualname] = func
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            event(POLICY_EVENT, qualname)
-            return func(*args, **kwargs)
+            hand: list[Any] = []
+            event(POLICY_EVENT, qualname, hand)  # recorded, and the original handed over
+            return hand.pop()(*args, **kwargs)
 
         wrapper.__grader_wrapped__ = True  # type: ignore[attr-defined]
+        # torch.optim.Optimizer.__init__ wraps a class's `step` in a profiling hook once
+        # (`_patch_step_function`), which would rebind it after the tamper snapshot: marked
+        # as hooked, it stays this wrapper.
+        wrapper.hooked = True  # type: ignore[attr-defined]
         # functools.wraps points __wrapped__ at the original: a submission could call that
-        # and pass unrecorded. (The closure still holds it; the integrity scan flags
-        # `__closure__`.)
+        # and pass unrecorded.
         del wrapper.__wrapped__  # type: ignore[attr-defined]
+        wrappers[id(func)] = wrapper
         return wrapper
 
 
