@@ -137,9 +137,14 @@ def computes(before: torch.Tensor, after: torch.Tensor, want: torch.Tensor) -> b
 
 def shown(verdicts: Iterable[bool | None]) -> bool:
     """Some case shows the function computing (`computes`); or none of them can tell (each
-    reference changes nothing, as a hidden case's may), so the gate has nothing to ask."""
-    told = [verdict for verdict in verdicts if verdict is not None]
-    return not told or any(told)
+    reference changes nothing, as a hidden case's may), so the gate has nothing to ask.
+    Read lazily, up to the first case that shows it: honest code is judged on one case."""
+    told = False
+    for verdict in verdicts:
+        if verdict:
+            return True
+        told = told or verdict is not None
+    return not told
 
 
 def unless_computing(judge: Callable[[Evidence], Finding],

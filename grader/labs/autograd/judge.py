@@ -4,7 +4,7 @@ probes' records (the cases are plan.py's, the expected values reference.py's).""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -376,15 +376,15 @@ def validate_case(case: Case) -> None:
 # --- shown to compute ------------------------------------------------------------------------
 
 def _computing(function: str, cases: Selector, key: str
-               ) -> Callable[[Evidence], list[bool | None]]:
+               ) -> Callable[[Evidence], Iterator[bool | None]]:
     """Whether each case shows `function` adding `value` (checks/core.computes, on the values
     the record keeps under `key`): `leaf.mul_(1)` advances the version and adds nothing. See
     NOTE: [shown to compute] in checks/core.py; the gates name the version checks."""
-    def verdicts(evidence: Evidence) -> list[bool | None]:
-        return [computes(reference.start_values(case), observed[key],
+    def verdicts(evidence: Evidence) -> Iterator[bool | None]:
+        return (computes(reference.start_values(case), observed[key],
                          reference.expected_add(case)) if key in observed else False
                 for case, observed, problem in each_case(evidence, function, cases)
-                if problem.passed]
+                if problem.passed)
 
     return verdicts
 

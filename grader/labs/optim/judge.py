@@ -6,7 +6,7 @@ Each judge is a pure function from `Evidence` to a `Finding`; points come from r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -303,18 +303,16 @@ def _sgd_allocation(case: Case, observed: dict[str, Any]) -> Finding | None:
 
 judge_sgd_step_skips_missing = judge_cases("sgd_step", _is_missing_guard, _per_param(_sgd_skips))
 judge_sgd_step_storage = judge_cases("sgd_step", _is_state, _per_param(_sgd_storage))
-def _sgd_computing(evidence: Evidence) -> list[bool | None]:
+def _sgd_computing(evidence: Evidence) -> Iterator[bool | None]:
     """Whether each parameter with a gradient, in each state case, shows sgd_step computing
-    (checks/core.computes): `p.add_(0)` advances the version and computes nothing."""
-    verdicts = []
+    (checks/core.computes), lazily: `p.add_(0)` advances the version and computes nothing."""
     for case, observed, problem in each_case(evidence, "sgd_step", _is_state):
         if not problem.passed:
             continue
         want, start = _sgd_step_expected(case), _sgd_step_start(case)
         for index, obs in enumerate(observed.get("params", [])[:len(want)]):
             if case["grads"][index] != "none":
-                verdicts.append(computes(start[index], obs["values"], want[index]))
-    return verdicts
+                yield computes(start[index], obs["values"], want[index])
 
 
 # See NOTE: [shown to compute] in checks/core.py: the gate SGD_STEP_DID names this check.
@@ -437,12 +435,11 @@ def _trajectory_start(case: Case) -> tuple[torch.Tensor, ...]:
     return tuple(p.detach() for p in build_params(case, "cpu"))
 
 
-def _class_computing(cls: str) -> Callable[[Evidence], list[bool | None]]:
+def _class_computing(cls: str) -> Callable[[Evidence], Iterator[bool | None]]:
     """Whether each parameter at each step of each trajectory shows `cls.step` computing
-    (checks/core.computes, from the parameters' first values): `p.add_(0)` advances the
-    version and computes nothing."""
-    def verdicts(evidence: Evidence) -> list[bool | None]:
-        found: list[bool | None] = []
+    (checks/core.computes, from the parameters' first values), lazily: `p.add_(0)` advances
+    the version and computes nothing."""
+    def verdicts(evidence: Evidence) -> Iterator[bool | None]:
         for case, observed, problem in each_case(evidence, cls, _shared_trajectory):
             if not problem.passed:
                 continue
@@ -451,8 +448,7 @@ def _class_computing(cls: str) -> Callable[[Evidence], list[bool | None]]:
                 if record.get("error") or step >= len(expected):
                     break
                 for index, obs in enumerate(record["params"][:len(start)]):
-                    found.append(computes(start[index], obs["values"], expected[step][index]))
-        return found
+                    yield computes(start[index], obs["values"], expected[step][index])
 
     return verdicts
 

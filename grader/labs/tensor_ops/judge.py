@@ -3,7 +3,7 @@ records (the cases are plan.py's)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,13 +141,13 @@ def case_computes(case: Case, observed: dict[str, Any]) -> bool | None:
     return computes(view_of(original, case["layout"]), observed["values"], want_x)
 
 
-def computing(function: str, evidence: Evidence) -> list[bool | None]:
-    """Whether each ordinary case of `function` shows it computing: right, or heading right,
-    on part of what the lab asks. One wrong corner (an extreme fill, lo > hi) leaves the
-    others to show it."""
-    return [case_computes(case, observed)
+def computing(function: str, evidence: Evidence) -> Iterator[bool | None]:
+    """Whether each ordinary case of `function` shows it computing (lazily): right, or heading
+    right, on part of what the lab asks. One wrong corner (an extreme fill, lo > hi) leaves
+    the others to show it."""
+    return (case_computes(case, observed)
             for case, observed, problem in each_case(evidence, function, _ordinary)
-            if problem.passed]
+            if problem.passed)
 
 
 SPECIAL_GROUPS = ("edges", "broadcast")
