@@ -42,7 +42,7 @@ from grader.models import (
     add_phases,
 )
 from grader.sandbox import JobResult, Sandbox, TaskSpec
-from grader.student_files import folder_problem
+from grader.student_files import folder_problem, is_text
 from grader.submission import Submission, SubmissionError, find_upload, load_submission
 
 
@@ -176,7 +176,7 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
     started = time.monotonic() if started is None else started
     if why := nothing_to_grade(submission):
         return _nothing_to_grade(submission, lab, options, why)
-    if not submission.source.isascii() and not _encodes(submission.source):
+    if not submission.source.isascii() and not is_text(submission.source):
         return _nothing_to_grade(submission, lab, options, "holds text that is not Unicode "
                                  "(a lone surrogate): save it as UTF-8")
     with contextlib.ExitStack() as stack:
@@ -209,16 +209,6 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
                                      "import_error": failed_import, "output": printed,
                                      "protections": protections,
                                      "integrity": observed.job.outcome.static.anywhere})
-
-
-def _encodes(source: str) -> bool:
-    """Whether `source` can be written as UTF-8 for the child (a kernel's history can hold
-    lone surrogates that no file can)."""
-    try:
-        source.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def grade_upload(folder: Path, *, lab: str, options: CheckOptions) -> Report:
