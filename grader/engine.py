@@ -29,7 +29,13 @@ from grader.hidden import (
     resolve,
     variant_observations,
 )
-from grader.import_failure import import_failure, import_finding, not_imported, tampered
+from grader.import_failure import (
+    FLAGGED_KEYS,
+    import_failure,
+    import_finding,
+    not_imported,
+    tampered,
+)
 from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name, lab_rubric
 from grader.labs.base import CheckSpec, Evidence, Lab
 from grader.models import (
@@ -208,7 +214,15 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
                                      "phases": {k: round(v, 6) for k, v in phases.items()},
                                      "import_error": failed_import, "output": printed,
                                      "protections": protections,
-                                     "integrity": observed.job.outcome.static.anywhere})
+                                     "integrity": [*observed.job.outcome.static.anywhere,
+                                                   *flagged_at_run_time(checks)]})
+
+
+def flagged_at_run_time(checks: list[CheckResult]) -> list[str]:
+    """The instructor's lines for checks failed on what the sandbox saw while the code ran:
+    the static scan reads the source, these are what the code did (or hid)."""
+    lines = [f"{check.message} ({check.device})" for check in checks if check.flagged]
+    return list(dict.fromkeys(lines))
 
 
 def grade_upload(folder: Path, *, lab: str, options: CheckOptions) -> Report:
@@ -346,6 +360,9 @@ def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
         if problem is None and record is not None and task.witness is not None:
             problem = _witness_problem(lab, task, record["observations"]["cases"],
                                        job.witnessed[index])
+        if problem is None and record is not None:
+            problem = _measured_outside(task, record["observations"]["cases"],
+                                        outcome.outside_peaks_kib)
         ran.append(_Ran(task.device, problem,
                         record["observations"] if problem is None and record else {},
                         job.outputs[index], tuple(outcome.policy_calls)))
@@ -353,9 +370,9 @@ def _ran(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
 
 
 def _malformed(lab: Lab, task: TaskSpec, record: dict[str, Any]) -> Finding | None:
-    """The child's record checked against its probes' types (labs/records.py): one of
-    another shape was changed on its way here (or the probe broke), which costs the
-    function, as a result the grader could not read."""
+    """The child's record checked against its probes' types and its case (labs/records.py):
+    the probes write only records that fit, so one that does not was changed on its way here,
+    which costs the function and flags the file (`altered_record`)."""
     from grader.labs.records import MalformedRecord, checked  # torch: not at engine import
 
     if lab.record_type is None:
@@ -369,7 +386,8 @@ def _malformed(lab: Lab, task: TaskSpec, record: dict[str, Any]) -> Finding | No
                 raise MalformedRecord(f"{case['id']}: missing")
             checked(lab.record_type(task.function, case), observed[case["id"]])
     except (MalformedRecord, KeyError, TypeError) as exc:
-        return fail("no_result", function=task.function, debug=f"malformed record: {exc}")
+        return fail("altered_record", function=task.function, what=str(exc)[:120],
+                    debug=f"malformed record: {exc}")
     return None
 
 
@@ -386,6 +404,25 @@ def _witness_problem(lab: Lab, task: TaskSpec, observed: dict[str, Any],
         if tensor is not None:
             return fail("witness_disagrees", function=task.function, case=case["id"],
                         tensor=tensor)
+    return None
+
+
+def _measured_outside(task: TaskSpec, observed: dict[str, Any],
+                      peaks: list[int | None]) -> Finding | None:
+    """Give each observation with measured calls the peak the zygote read for its last one
+    (`outside_peak_bytes`, sandbox/outside_meter.py): the judges read the number there, never
+    one of the child's. Windows that are not the zygote's, one for one, are an integrity
+    finding: a line forged on the progress pipe opened or closed one."""
+    from grader.sandbox.outside_meter import peak_bytes, windows_problem
+
+    used = [observed[case["id"]] for case in task.cases
+            if "outside_windows" in observed[case["id"]]]
+    problem = windows_problem([record["outside_windows"] for record in used], peaks)
+    if problem is not None:
+        return fail("integrity", function=task.function, what=problem, count=1)
+    for record in used:
+        windows = record["outside_windows"]
+        record["outside_peak_bytes"] = peak_bytes(peaks, windows[-1] if windows else None)
     return None
 
 
@@ -801,6 +838,7 @@ def _result(check: CheckSpec, device: str, finding: Finding, rubric: Rubric,
         message=wording.message if wording else "", expected=wording.expected if wording else "",
         got=wording.got if wording else "", hint=wording.hint if wording else "",
         debug=finding.debug, hidden=check.id in plan.withheld,
+        flagged=not finding.passed and finding.key in FLAGGED_KEYS,
     )
 
 
@@ -820,6 +858,7 @@ def _runtime_results(lab: Lab, function: str, device: str, problem: Finding, rub
         status="failed", passed=False, score=0.0, max_score=points.visible,
         message=wording.message.replace("{function}", function), expected=wording.expected,
         got=wording.got, hint=wording.hint, debug="\n".join(p for p in (problem.debug, log) if p),
+        flagged=problem.key in FLAGGED_KEYS,
     )
     hidden = (points.withheld if "withheld" in parts else 0.0) + (
         points.variants if "variants" in parts else 0.0)

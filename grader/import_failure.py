@@ -100,6 +100,12 @@ def tampered(problem: Finding) -> bool:
     return problem.key in INTEGRITY_KEYS
 
 
+# Findings at run time that an instructor should review, beyond the check they fail: the
+# above, a record that does not fit its case, and a call whose peak seen from outside the
+# process contradicts the meters inside.
+FLAGGED_KEYS = INTEGRITY_KEYS | {"altered_record", "metered_differently"}
+
+
 def import_line(failure: ImportFailure) -> str:
     """The import failure in one line (a gradebook cell, a log line)."""
     cell = (failure.cell, failure.cell_line) if failure.cell and failure.cell_line else None

@@ -50,6 +50,9 @@ class CheckResult(BaseModel):
     debug: str = Field(default="", description="Traceback or stderr tail; shown with --debug.")
     hidden: bool = Field(default=False, description="Graded, but withheld from student feedback "
                          "until released (an instructor's hidden case or hidden check).")
+    flagged: bool = Field(default=False, description=(
+        "Failed on what the sandbox saw at run time (tampering, a forged window, meters inside "
+        "and outside the process that disagree): the report's `integrity` names it too."))
 
 
 class ImportFailure(BaseModel):

@@ -9,6 +9,7 @@ the lab is still graded" can be seen) and `<name>.toml` its expected outcome:
     graded = [...]    functions whose every check passed
     said = "..."      text the failed checks of those functions show
     score = "zero"    nothing could be graded
+    flagged = "..."   text a line of the report's `integrity` (the instructor's review) holds
     leftovers = "..." a command line that must not be running once grading ends
     needs = "..."     the protection the expected outcome relies on (skipped where absent)
 
@@ -158,6 +159,8 @@ def assert_outcome(report: Report, want: dict, *, full_marks: float) -> None:
     needs = want.get("needs")
     if "said" in want and (needs is None or needs in report.protections):
         assert want["said"] in text, text[:2000]
+    if "flagged" in want:
+        assert any(want["flagged"] in line for line in report.integrity), report.integrity
 
 
 @pytest.fixture(scope="module")

@@ -117,6 +117,12 @@ class HostMemoryMeter:
             tracemalloc.stop()
 
 
+# Taken when the zygote imports this module, before any submission: a later rebinding of
+# torch.autograd.profiler.profile changes nothing the meter calls (the class and its module
+# are watched by sandbox/tamper.py).
+_autograd_profile = torch.autograd.profiler.profile
+
+
 class ProfilerMeter:
     """Peak bytes from the profiler's raw allocator events during a call, and the op that
     allocated at the peak. It sees memory allocated *inside* an op (logsumexp, median), which
@@ -128,7 +134,7 @@ class ProfilerMeter:
     def __enter__(self) -> ProfilerMeter:
         self.peak_bytes = 0
         self.peak_op = ""
-        self._profile = torch.autograd.profiler.profile(use_cpu=True, profile_memory=True,
+        self._profile = _autograd_profile(use_cpu=True, profile_memory=True,
                                                         use_kineto=True)
         self._profile.__enter__()
         return self
@@ -192,10 +198,12 @@ def over_budget(peak_bytes: int, *, nbytes: int) -> bool:
 
 def judge_allocations(observed: dict[str, Any], *, function: str, tensor: str,
                       where: Any = "") -> Finding:
-    """One verdict from the three meters, each naming what it found.
+    """One verdict from the meters, each naming what it found.
 
     Dispatch tracker first (it names the aten op and dtype), then the profiler (allocations
-    inside an op, and on CUDA the device allocator's peak), then the Python heap (numpy).
+    inside an op, and on CUDA the device allocator's peak), then the Python heap (numpy), all
+    three inside the child; last the outside meter's peak for the same call made with none of
+    them on (`outside_peak_bytes`, put there by the grading process: sandbox/outside_meter.py).
     """
     big = full_size_temporaries(observed["allocations"], numel=observed["numel"])
     reused = [event for event in big if event.get("reused")]
@@ -221,7 +229,20 @@ def judge_allocations(observed: dict[str, Any], *, function: str, tensor: str,
     if over_budget(observed["host_peak_bytes"], nbytes=nbytes):
         return fail("host_temporary", function=function, tensor=tensor,
                     size=describe_bytes(observed["host_peak_bytes"]))
+    outside = observed.get("outside_peak_bytes")
+    if outside is not None and full_size_peak(outside, nbytes=nbytes):
+        # The meters in the process saw nothing where the one outside it saw a temporary:
+        # the function allocates only where it cannot see itself metered.
+        return fail("metered_differently", function=function, tensor=tensor, where=where,
+                    size=describe_bytes(outside))
     return PASS
+
+
+def full_size_peak(peak_bytes: int, *, nbytes: int) -> bool:
+    """For the outside meter (a process's peak resident set, in pages): at least half the
+    tensor's bytes above where the call began. Coarser than the byte meters, whose budget is
+    a tenth: the interpreter's own allocations during a call move the resident set too."""
+    return nbytes > 0 and peak_bytes >= FULL_SIZE_FRACTION * nbytes
 
 
 def describe_bytes(nbytes: int) -> str:

@@ -94,6 +94,10 @@ class MeteredAllocationRecord(TypedDict):
     profiler_peak_bytes: int
     profiler_peak_op: str | None
     cuda_peak_bytes: NotRequired[int]
+    # The call measured from outside (outside_meter.py), made with no in-process meter on;
+    # the grading process adds what the zygote read for it, `outside_peak_bytes`,
+    # which a record of the child's own may not hold.
+    outside_windows: NotRequired[list[int]]
 
 
 Tensor = torch.Tensor

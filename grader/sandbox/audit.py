@@ -16,7 +16,8 @@ cannot be removed from Python, and each of those routes raises an audit event fi
   standard library's compilers: `code`, `codeop`, `timeit`, `runpy`, ...), making a function
   over a code object (`types.FunctionType`), and reading or replacing the code or defaults
   of a function of torch, the grader or the stdlib (`f.__code__ = ...`);
-- opening another process's memory or environment through /proc, from anywhere.
+- opening another process's memory or environment through /proc, or a process's
+  clear_refs (which would erase the peak the outside memory meter reads), from anywhere.
 
 NOTE: [trust by identity]. "The submission's own code" is any frame whose code object is not
 one the interpreter loaded from a file of Python, the installed packages or this grader: the
@@ -63,7 +64,7 @@ REFUSED_FROM_SUBMISSION = frozenset({
     "code.__new__", "marshal.loads",
 })
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-SECRET_PROC_FILES = ("mem", "environ", "pagemap")
+SECRET_PROC_FILES = ("mem", "environ", "pagemap", "clear_refs")
 # Frames of trusted code (see NOTE: [trust by identity]) that hand frames (or imports) on to
 # their caller, so the caller is who asked: (part of the file name, function or "" for any).
 # Stack walking through `traceback` counts as its caller's; its formatting of a traceback the
@@ -252,8 +253,9 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
         return trusted_code(target.__code__)  # its own event: skipped (busy)
 
     def secret(path: str) -> bool:
-        """/proc/<pid>/{mem,environ,pagemap} however named (`//proc`, a link, a relative
-        path from a folder in /proc), or any such name opened relative to a descriptor."""
+        """/proc/<pid>/{mem,environ,pagemap,clear_refs} however named (`//proc`, a link, a
+        relative path from a folder in /proc), or any such name opened relative to a
+        descriptor."""
         name = basename(path)
         return name in secret_files and (realpath(path).startswith("/proc/")
                                          or not path.startswith("/"))

@@ -44,6 +44,7 @@ from grader.sandbox.limits import (
     python_paths,
     restrict_syscalls,
 )
+from grader.sandbox.outside_meter import OutsideMeter
 from grader.sandbox.protocol import Job
 from grader.sandbox.wire import dumps
 
@@ -199,13 +200,17 @@ def _output_to(fd: int | None, streams: tuple[Any, ...]) -> None:
     _dup2(fd, 2)
 
 
-def keep_only(fd: int) -> None:
-    """Close every inherited descriptor above stderr but the progress pipe: the zygote's job
-    pipe and its protocol channel to the grading process (one line written there would shift
-    every later student's outcome), its namespace handle, anything else it held."""
+def keep_only(*fds: int) -> None:
+    """Close every inherited descriptor above stderr but the progress pipe and the zygote's
+    answers to it: the zygote's job pipe and its protocol channel to the grading process (one
+    line written there would shift every later student's outcome), its namespace handle,
+    anything else it held."""
     limit = os.sysconf("SC_OPEN_MAX")
-    os.closerange(3, fd)
-    os.closerange(fd + 1, max(limit, fd + 2))
+    low = 3
+    for fd in sorted(fds):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, max(limit, low + 1))
 
 
 def _open_results(job: Job, first_task: int) -> dict[str, int]:
@@ -312,14 +317,15 @@ def forget_grader_modules() -> int:
     return len(forgotten)
 
 
-def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
+def run_job(job: Job, *, first_task: int, progress_fd: int, answer_fd: int, layers: list[str],
             inherited: Inherited, streams: tuple[Any, ...] = ()) -> None:
     """Import the submission, describe its API, then run the tasks from `first_task` on.
 
     Progress goes to the zygote as lines (protocol.py): `P` with the layers in force, then `I`
     (imported) or `E` (the import failed), `S n` (task n started), `D n` (done), and `T` for
-    integrity events. Everything the zygote must believe is sent from locals of this frame,
-    which the submission cannot reach.
+    integrity events; `M` and `m` around a call the zygote meters from outside, answered on
+    `answer_fd` (outside_meter.py). Everything the zygote must believe is sent from locals of
+    this frame, which the submission cannot reach.
     """
     progress = audit.progress_reporter(progress_fd)
     write = _write
@@ -365,7 +371,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
     ends_with_worker = die_with_parent(progress_fd)  # after both drops, which clear it
     if apply_view(view):
         limits.append("file system view")
-    filtered = restrict_syscalls(protected, channel=progress_fd)  # which keeps it set
+    filtered = restrict_syscalls(protected, channels=(progress_fd, answer_fd))  # kept set
     limits += filtered + (["ends with the worker"] if ends_with_worker and filtered else [])
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
@@ -403,7 +409,8 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
         _output_to(outputs.get(index), streams)
         send(f"S {index}")
         observations = lab_probes.probe(module, task.function, device=task.device,
-                                        cases=cases[index], arena=arenas[index])
+                                        cases=cases[index], arena=arenas[index],
+                                        meter=OutsideMeter(progress_fd, answer_fd))
         changed = changes()
         for name in changed:
             progress(f"changed {name}")
@@ -413,16 +420,17 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, layers: list[str],
             return  # later tasks get a fresh child, with torch as it was
 
 
-def child_main(job: Job, *, first_task: int, progress_fd: int, inherited: Inherited) -> None:
+def child_main(job: Job, *, first_task: int, progress_fd: int, answer_fd: int,
+               inherited: Inherited) -> None:
     """Entry point right after fork; always ends with os._exit."""
     code = 1
     try:
-        keep_only(progress_fd)
+        keep_only(progress_fd, answer_fd)
         os.setsid()
         layers = ["private /proc"] if private_proc() else []
         streams = redirect_output(job.log_path)
-        run_job(job, first_task=first_task, progress_fd=progress_fd, layers=layers,
-                inherited=inherited, streams=streams)
+        run_job(job, first_task=first_task, progress_fd=progress_fd, answer_fd=answer_fd,
+                layers=layers, inherited=inherited, streams=streams)
         code = 0
     except BaseException:
         traceback.print_exc()

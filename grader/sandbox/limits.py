@@ -342,10 +342,10 @@ SIGNAL_SYSCALLS = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 PR_SET_PDEATHSIG = 1  # prctl option: the child's "ends with the worker" (containment.py)
 
 
-def restrict_syscalls(protected: list[int], *, channel: int = -1) -> list[str]:
+def restrict_syscalls(protected: list[int], *, channels: tuple[int, ...] = ()) -> list[str]:
     """seccomp: REFUSED_SYSCALLS get EPERM, no signal reaches any of `protected`
     (protected_targets: the grader, the worker that forked this child, their threads and
-    groups, and `kill(-1)`), and the progress `channel` can be neither closed nor replaced
+    groups, and `kill(-1)`), and the progress `channels` can be neither closed nor replaced
     (`dup2` of a pipe of the submission's own over it would let it filter what the worker
     hears), and the parent-death signal the child set cannot be cleared (it would outlive a
     killed worker).
@@ -373,7 +373,7 @@ def restrict_syscalls(protected: list[int], *, channel: int = -1) -> list[str]:
                 rules.add_rule(deny, name, seccomp.Arg(0, seccomp.MASKED_EQ, 0xFFFFFFFF, word))
         rules.add_rule(deny, "prctl", seccomp.Arg(0, seccomp.EQ, PR_SET_PDEATHSIG))
         for name, argument in (("close", 0), ("dup2", 1), ("dup3", 1)):
-            if channel >= 0:
+            for channel in channels:
                 with contextlib.suppress(OSError, RuntimeError, ValueError):  # no dup2: arm64
                     rules.add_rule(deny, name, seccomp.Arg(argument, seccomp.EQ, channel))
         rules.load()

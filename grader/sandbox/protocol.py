@@ -105,6 +105,9 @@ class TaskOutcome(BaseModel):
     detail: str = Field(default="", description="Why a protocol failure was declared.")
     policy_calls: list[str] = Field(default_factory=list, description=(
         "Calls into the forbidden package, relayed by the audit hook as they happened."))
+    outside_peaks_kib: list[int | None] = Field(default_factory=list, description=(
+        "The child's peak resident memory in each measured call of the task, in KiB above its"
+        " start, as the zygote read it from /proc (outside_meter.py); None: not measurable."))
 
 
 class JobOutcome(BaseModel):

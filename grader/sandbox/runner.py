@@ -26,11 +26,17 @@ if TYPE_CHECKING:
 
 # Variables the child must not inherit or must have: one thread per child (fork + OpenMP
 # hazard, reproducible fp32 sums), a small malloc arena count (RLIMIT_AS headroom), NVML-based
-# CUDA detection so nothing in the zygote initialises CUDA.
+# CUDA detection so nothing in the zygote initialises CUDA. The fixed malloc thresholds keep
+# the outside memory meter honest: glibc's default thresholds grow with the blocks a process
+# frees, after which a temporary can reuse pages already resident and raise no peak (a
+# submission could arrange that at import); fixed, every block of 128 KiB or more is mapped
+# fresh and returned when freed.
 _CHILD_ENV = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
     "MALLOC_ARENA_MAX": "2",
+    "MALLOC_MMAP_THRESHOLD_": str(128 * 1024),
+    "MALLOC_TRIM_THRESHOLD_": str(128 * 1024),
     "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONHASHSEED": "0",

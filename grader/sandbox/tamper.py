@@ -55,7 +55,12 @@ FUNCTIONS = "(functions)"  # the key of `watched()` that lists the functions the
 # Names torch itself rebinds on a lazy import after the snapshot, which the grader never calls:
 # importing torch._dynamo (torch.optim's first call does) wraps torch.manual_seed, and every
 # input the grader draws comes from a torch.Generator of its own, never the global seed.
-UNWATCHED = {"torch": frozenset({"manual_seed"})}
+UNWATCHED = {"torch": frozenset({"manual_seed"}),
+             # State the profiler keeps in its module's globals: whether one is on (the
+             # grader's own meter turns it on) and a lazily made monitor.
+             "torch.autograd.profiler": frozenset({"_is_profiler_enabled",
+                                                   "_cupti_monitor_module",
+                                                   "_cupti_monitor_checked"})}
 # A module's own description, which the import system rewrites (a reload, refused by the audit
 # hook, does so before the hook sees the module's code run) and the grader never reads.
 MODULE_METADATA = frozenset({"__spec__", "__loader__", "__package__", "__file__", "__cached__",
@@ -71,6 +76,7 @@ def watched() -> dict[str, Any]:
     import json.encoder
 
     import torch
+    import torch.autograd.profiler
     import torch.nn.functional
     import torch.testing
 
@@ -96,10 +102,14 @@ def watched() -> dict[str, Any]:
         "torch": torch, "torch.Tensor": torch.Tensor, "torch.testing": torch.testing,
         "torch._C": torch._C, "torch._C._autograd": torch._C._autograd,
         "torch.nn.functional": torch.nn.functional, "builtins": builtins,
+        # The allocation meter's profiler (checks/allocation.py holds the class itself).
+        "torch.autograd.profiler": torch.autograd.profiler,
+        "torch.autograd.profiler.profile": torch.autograd.profiler.profile,
         "json.JSONEncoder": json.encoder.JSONEncoder, **trusted, **captured_modules,
         **loaders, **packages, **classes}
     own = [space for name, space in spaces.items()
-           if name.startswith(WATCHED_PACKAGES) or name in ("torch._C", "torch._C._autograd")]
+           if name.startswith(WATCHED_PACKAGES) or name in (
+               "torch._C", "torch._C._autograd", "torch.autograd.profiler.profile")]
     spaces[FUNCTIONS] = _baseline(_functions(own, extra=list(captured.values())))
     return spaces
 

@@ -15,7 +15,6 @@ shape per witnessed tensor, in order), so nothing about it travels from the chil
 from __future__ import annotations
 
 import math
-import mmap
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -65,23 +64,25 @@ class Arena:
 
     def __init__(self, path: str, slots: list[Slot]) -> None:
         self._slots = {(slot.case, slot.index): slot for slot in slots}
-        self._map: mmap.mmap | None = None
+        self._memory: Any = None  # the whole file, mapped shared (a numpy view of it)
         total = size(slots)
         if not path or not total:
             return
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.ftruncate(fd, total)
-            self._map = mmap.mmap(fd, total)  # MAP_SHARED: writes reach the file
         finally:
             os.close(fd)
+        # torch maps the file and closes its descriptor; Python's mmap keeps a duplicate open,
+        # through which the submission could write the memory the grader reads back.
+        self._memory = torch.from_file(path, shared=True, size=total, dtype=torch.uint8).numpy()
 
     def share(self, case: str, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         """`tensors` (fresh CPU inputs of `case`) moved into the arena: same values, dtype,
         shape and `requires_grad`, their memory now the file's. Each is a tensor of its own
         (not a view: its own version counter, no `_base`, a leaf), over its own storage.
         Unwitnessed cases: as they are."""
-        if self._map is None or (case, 0) not in self._slots:
+        if self._memory is None or (case, 0) not in self._slots:
             return tensors
         shared = []
         for index, tensor in enumerate(tensors):
@@ -90,7 +91,7 @@ class Arena:
             if count == 0:
                 shared.append(tensor)
                 continue
-            memory = torch.frombuffer(self._map, dtype=slot.dtype, count=count,
+            memory = torch.frombuffer(self._memory, dtype=slot.dtype, count=count,
                                       offset=slot.offset).untyped_storage()
             own = torch.empty(0, dtype=slot.dtype).set_(memory, 0, slot.shape,
                                                         _contiguous(slot.shape))

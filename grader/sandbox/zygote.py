@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from grader.sandbox import wire
+from grader.sandbox import outside_meter, wire
 from grader.sandbox.containment import (
     PidNamespaces,
     become_subreaper,
@@ -66,8 +66,10 @@ class Progress:
     The child runs student code, which can write to this pipe too; so a line is believed only
     where it is the one line that may come next: `P` first (sent before the submission is
     imported), then `I` or `E`, then `S n` for the next task only and `D n` for the task
-    started last. `T` lines (the audit hook's) may come at any time after `P`. Anything else
-    ends the child; see protocol.py.
+    started last. `T` lines (the audit hook's) may come at any time after `P`. During a
+    task, `M` opens a window of the outside memory meter and `m` closes it (outside_meter.py),
+    one at a time and at most WINDOWS_LIMIT a task. Anything else ends the child; see
+    protocol.py.
     """
 
     next_task: int
@@ -80,6 +82,8 @@ class Progress:
     done: list[int] = field(default_factory=list)
     integrity: dict[int | None, list[str]] = field(default_factory=dict)  # None: the job
     calls: dict[int | None, list[str]] = field(default_factory=dict)  # forbidden calls
+    windows: dict[int, list[int | None]] = field(default_factory=dict)  # peaks (KiB), by task
+    window_open: bool = False
 
     def accept(self, line: str) -> str:
         """The kind of a valid line (P, I, E, S, D, T); raises ProtocolViolation otherwise."""
@@ -103,7 +107,15 @@ class Progress:
                 and self.next_task < self.tasks:
             self.current = self.next_task
             return kind
-        if kind == "D" and self.current is not None and rest == str(self.current):
+        if kind in ("M", "m") and not rest and self.current is not None \
+                and self.window_open == (kind == "m"):
+            if kind == "M" and len(self.windows.get(self.current, [])) >= \
+                    outside_meter.WINDOWS_LIMIT:
+                raise ProtocolViolation("more measured calls than the protocol allows")
+            self.window_open = kind == "M"
+            return kind
+        if kind == "D" and self.current is not None and rest == str(self.current) \
+                and not self.window_open:
             if not self.recorded(self.current):  # the child sends D only after writing it
                 raise ProtocolViolation(f"task {self.current} said done before its record")
             self.done.append(self.current)
@@ -131,15 +143,21 @@ class _Child:
         from grader.sandbox.child import child_main
 
         read_fd, write_fd = os.pipe()
+        answer_read, answer_write = os.pipe()  # the zygote's answers to `M` and `m`
         forking = time.monotonic()
         pid = containment.namespaces.fork()
         if pid == 0:
             os.close(read_fd)
-            child_main(job, first_task=first_task, progress_fd=write_fd,
+            os.close(answer_write)
+            child_main(job, first_task=first_task, progress_fd=write_fd, answer_fd=answer_read,
                        inherited=containment.inherited)  # never returns
         self.forked = time.monotonic()
         self.fork_s = self.forked - forking
         os.close(write_fd)
+        os.close(answer_read)
+        os.set_blocking(answer_write, False)  # a child that never reads its answers: a violation
+        self._answer = answer_write
+        self._baseline: int | None = None
         self.pid = pid
         self._pipe = os.fdopen(read_fd, "rb", buffering=0)
         self._pidfd = os.pidfd_open(pid)
@@ -174,6 +192,26 @@ class _Child:
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode(errors="replace")
 
+    def open_window(self) -> None:
+        """`M`: reset the child's peak resident set, then let the call begin."""
+        self._baseline = outside_meter.reset_peak(self.pid)
+        self._answer_child(outside_meter.UNMEASURED if self._baseline is None
+                           else outside_meter.MEASURED)
+
+    def close_window(self) -> int | None:
+        """`m`: the child's peak during the window, in KiB above where it started."""
+        peak = None if self._baseline is None else outside_meter.peak_kib(self.pid)
+        self._answer_child(outside_meter.MEASURED)
+        return None if peak is None or self._baseline is None else max(0, peak - self._baseline)
+
+    def _answer_child(self, answer: bytes) -> None:
+        try:
+            os.write(self._answer, answer)
+        except BlockingIOError:
+            raise ProtocolViolation("measured calls the child never waited for") from None
+        except OSError:
+            pass  # the child is gone or closed its end: its end decides the task
+
     def _drain(self) -> None:
         if self._eof:
             return
@@ -194,6 +232,7 @@ class _Child:
             _, self.status, self.usage = os.wait4(self.pid, 0)
         self._pipe.close()
         os.close(self._pidfd)
+        os.close(self._answer)
         return self.status
 
 
@@ -269,7 +308,12 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
                     now = time.monotonic()
                     phases[PHASE_ENDED_BY[kind]] += now - mark
                     mark = now
-                if kind == "S":
+                if kind == "M":
+                    child.open_window()
+                elif kind == "m" and progress.current is not None:
+                    progress.windows.setdefault(progress.current, []).append(
+                        child.close_window())
+                elif kind == "S":
                     started = time.monotonic()
                     deadline = started + job.timeout_s
                 elif kind == "D":
@@ -291,7 +335,8 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
             if done is not None:
                 outcomes[index] = done.model_copy(update={
                     "integrity": progress.integrity.get(index, []),
-                    "policy_calls": progress.calls.get(index, [])})
+                    "policy_calls": progress.calls.get(index, []),
+                    "outside_peaks_kib": progress.windows.get(index, [])})
         if violation:
             failure = TaskOutcome(status="protocol", detail=violation)
         else:

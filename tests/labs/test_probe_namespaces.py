@@ -212,17 +212,10 @@ def test_probes_look_up_torch_names_only_where_the_tamper_watch_looks() -> None:
     assert _unwatched(_probe_modules()) == set()
 
 
-# Lookups at probe time in the helpers the probes call (grader/checks, grader/sandbox), in
-# namespaces the tamper watch does not cover: for their owners to capture or watch. A new one
-# fails this test.
-HELPER_GAPS = {
-    ("grader.checks.allocation", "torch.autograd", "profiler"),
-    ("grader.checks.allocation", "torch.autograd.profiler", "profile"),
-}
-
-
 def test_helpers_the_probes_call_add_no_unwatched_lookup() -> None:
-    assert _unwatched([], _helpers()) <= HELPER_GAPS
+    """The helpers the probes call (grader/checks, grader/sandbox) look up no torch name at
+    probe time outside the tamper watch: the allocation meter's profiler is taken at import."""
+    assert _unwatched([], _helpers()) == set()
 
 
 def _resolve(dotted: str) -> object:

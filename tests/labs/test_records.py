@@ -69,7 +69,8 @@ def test_a_malformed_record_costs_its_function_only(tmp_path: Path,
                               options=CheckOptions(device="cpu"))
     failed = [c for c in report.checks if c.status == "failed"]
     assert failed and all(c.kind == "runtime" for c in failed), [c.message for c in failed]
-    assert all("malformed record" in c.debug for c in failed)
+    assert all("malformed record" in c.debug and c.flagged for c in failed)
+    assert any("does not fit the case" in line for line in report.integrity)
 
 
 def test_a_judge_that_raises_is_the_graders_error() -> None:

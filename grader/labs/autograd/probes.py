@@ -15,6 +15,7 @@ from grader.labs.autograd.inputs import Case, build_start, build_value, draw, lo
 from grader.labs.autograd.inputs import witnessed as witnessed
 from grader.labs.probing import backward, gradcheck, no_grad, run_cases
 from grader.sandbox.child import call_student
+from grader.sandbox.outside_meter import NO_METER, OutsideMeter
 from grader.sandbox.witness import NO_ARENA, Arena
 
 LAB_NAMES = ["update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias"]
@@ -29,7 +30,9 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
 
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
-          arena: Arena = NO_ARENA) -> dict[str, Any]:
+          arena: Arena = NO_ARENA, meter: OutsideMeter = NO_METER) -> dict[str, Any]:
+    """`meter` goes unused: this lab's one allocation check is of the forward pass, whose
+    saved tensors are the point (the dispatch tracker names them)."""
     observed = run_cases(module, function, cases,
                          lambda target, case: _PROBES[function](target, case, device, arena))
     return {"cases": observed}

@@ -31,6 +31,7 @@ from grader.labs.optim.inputs import (
 from grader.labs.optim.inputs import witnessed as witnessed
 from grader.labs.probing import no_grad, run_cases
 from grader.sandbox.child import call_student
+from grader.sandbox.outside_meter import NO_METER, OutsideMeter
 from grader.sandbox.witness import NO_ARENA, Arena
 
 LAB_NAMES = ["zero_grad", "sgd_step", "SGD", "Adam"]
@@ -65,10 +66,13 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
 
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
-          arena: Arena = NO_ARENA) -> dict[str, Any]:
-    observed = run_cases(module, function, cases,
-                         lambda target, case: _PROBES[case["probe"]](target, case, device, arena))
-    return {"cases": observed}
+          arena: Arena = NO_ARENA, meter: OutsideMeter = NO_METER) -> dict[str, Any]:
+    def run(target: Any, case: Case) -> dict[str, Any]:
+        if case["probe"] == "sgd_step":  # the one probe with an allocation case
+            return probe_sgd_step(target, case, device, arena, meter)
+        return _PROBES[case["probe"]](target, case, device, arena)
+
+    return {"cases": run_cases(module, function, cases, run)}
 
 
 def _iterable(params: list[torch.Tensor], how: str) -> Iterable[torch.Tensor]:
@@ -118,10 +122,13 @@ def probe_zero_grad(zero_grad: Callable[..., Any], case: Case, device: str,
 # --- sgd_step ----------------------------------------------------------------------------
 
 def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str,
-                   arena: Arena) -> dict[str, Any]:
+                   arena: Arena, meter: OutsideMeter = NO_METER) -> dict[str, Any]:
+    """An allocation case's call made again with no meter of this process on is measured
+    from outside on the CPU (as in lab tensor_ops: outside_meter.py)."""
     # State cases: the parameters live in the arena, which the grader reads itself.
     params = arena.share(case["id"], build_params(case, device))
     attach_grads(params, case["grads"], case["seed"])
+    meter = meter if device == "cpu" else NO_METER
     if case.get("measure") == "allocation" and case.get("meters") == "dispatch":
         # The dispatch tracker only: a dtype's own case, where what is sought is an aten op
         # (a `.float()` copy) that the tracker names; the float32 case runs every meter.
@@ -136,16 +143,24 @@ def probe_sgd_step(sgd_step: Callable[..., Any], case: Case, device: str,
         with no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \
                 AllocationTracker(arguments) as tracker:
             _, error = call_student(sgd_step, _iterable(params, case["iterable"]), case["lr"])
-        again = build_params(case, device)  # fresh inputs, measured without the dispatch mode
+        again = build_params(case, device)  # fresh inputs, with no meter of this process on
         attach_grads(again, case["grads"], case["seed"])
-        peak, peak_op, host_peak = without_dispatch_mode(
-            lambda: call_student(sgd_step, _iterable(again, case["iterable"]), case["lr"]))
+        with no_grad():
+            _, window, measured = meter.measure(lambda: call_student(
+                sgd_step, _iterable(again, case["iterable"]), case["lr"]))
+        peak, peak_op, host_peak = 0, "", 0
+        if not measured:  # nothing outside to ask: the profiler stands in, seen as it is
+            again = build_params(case, device)
+            attach_grads(again, case["grads"], case["seed"])
+            peak, peak_op, host_peak = without_dispatch_mode(
+                lambda: call_student(sgd_step, _iterable(again, case["iterable"]), case["lr"]))
         largest = max(params, key=lambda p: p.numel())
         return {"error": error, "allocations": tracker.events, "numel": largest.numel(),
                 "nbytes": largest.numel() * largest.element_size(),
                 "host_peak_bytes": max(host.peak_bytes, host_peak),
                 "profiler_peak_bytes": max(profiler.peak_bytes, peak),
-                "profiler_peak_op": profiler.peak_op if profiler.peak_bytes >= peak else peak_op}
+                "profiler_peak_op": profiler.peak_op if profiler.peak_bytes >= peak else peak_op,
+                "outside_windows": [] if window is None else [window]}
     grads = [p.grad for p in params]
     grad_values = [None if g is None else tensors.values(g) for g in grads]
     grad_states = [None if g is None else tensors.state(g) for g in grads]

@@ -27,6 +27,7 @@ from grader.labs.probing import (
 from grader.labs.tensor_ops.inputs import Case, build_args, build_base, build_other, view_of
 from grader.labs.tensor_ops.inputs import witnessed as witnessed
 from grader.sandbox.child import call_student
+from grader.sandbox.outside_meter import NO_METER, OutsideMeter
 from grader.sandbox.witness import NO_ARENA, Arena
 
 LAB_NAMES = ["relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_"]
@@ -49,15 +50,16 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
 
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
-          arena: Arena = NO_ARENA) -> dict[str, Any]:
+          arena: Arena = NO_ARENA, meter: OutsideMeter = NO_METER) -> dict[str, Any]:
     runners = {"allocation": probe_allocation, "rejects": probe_rejects, "state": probe_state}
     observed = run_cases(module, function, cases,
                          lambda target, case: runners[case["measure"]](target, case, device,
-                                                                       arena))
+                                                                       arena, meter))
     return {"cases": observed}
 
 
-def probe_state(function: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
+def probe_state(function: Any, case: Case, device: str, arena: Arena,
+                meter: OutsideMeter) -> dict[str, Any]:
     base = arena.share(case["id"], [build_base(case, device)])[0]  # read by the grader too
     x = view_of(base, case["layout"])
     other = build_other(case, device)
@@ -82,17 +84,25 @@ def probe_state(function: Any, case: Case, device: str, arena: Arena) -> dict[st
     }
 
 
-def probe_allocation(function: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
-    """Allocations only (a fresh input, no other observation: the meters disturb versions)."""
+def probe_allocation(function: Any, case: Case, device: str, arena: Arena,
+                     meter: OutsideMeter) -> dict[str, Any]:
+    """Allocations only (a fresh input, no other observation: the meters disturb versions).
+
+    The call made again with no meter of this process on is measured from outside on the CPU
+    (outside_meter.py): so every call on these large inputs is metered, by something the
+    submission can see or by something it cannot."""
+    if device != "cpu":
+        meter = NO_METER  # the device's memory is not the process's resident set
     base = build_base(case, device)
     x = view_of(base, case["layout"])
     other = build_other(case, device)
     args = build_args(case, x, other)
+    kwargs = case.get("kwargs", {})
     if case.get("meters") == "dispatch":
         # The dispatch tracker only: a dtype's own case, where what is sought is an aten op
         # (a `.float()` copy) that the tracker names; the float32 cases run every meter.
         with no_grad(), AllocationTracker([x, other]) as tracker:
-            _, error = call_student(function, *args, **case.get("kwargs", {}))
+            _, error = call_student(function, *args, **kwargs)
         return {"error": error, "allocations": tracker.events, "numel": x.numel(),
                 "nbytes": x.numel() * x.element_size(), "host_peak_bytes": 0,
                 "profiler_peak_bytes": 0, "profiler_peak_op": None, "cuda_peak_bytes": 0}
@@ -103,24 +113,32 @@ def probe_allocation(function: Any, case: Case, device: str, arena: Arena) -> di
         cuda_base = cuda_memory_allocated()
     with no_grad(), HostMemoryMeter() as host, ProfilerMeter() as profiler, \
                 AllocationTracker([x, other]) as tracker:
-        _, error = call_student(function, *args, **case.get("kwargs", {}))
+        _, error = call_student(function, *args, **kwargs)
     cuda_peak = 0
     if cuda:
         cuda_synchronize()
         cuda_peak = cuda_max_memory_allocated() - cuda_base
     again = view_of(build_base(case, device), case["layout"])  # fresh, without the mode
     again_args = build_args(case, again, build_other(case, device))
-    peak, peak_op, host_peak = without_dispatch_mode(
-        lambda: call_student(function, *again_args, **case.get("kwargs", {})))
+    with no_grad():
+        _, window, measured = meter.measure(lambda: call_student(function, *again_args, **kwargs))
+    peak, peak_op, host_peak = 0, "", 0
+    if not measured:  # nothing outside to ask: the profiler stands in, seen as it is
+        again = view_of(build_base(case, device), case["layout"])
+        again_args = build_args(case, again, build_other(case, device))
+        peak, peak_op, host_peak = without_dispatch_mode(
+            lambda: call_student(function, *again_args, **kwargs))
     return {"error": error, "allocations": tracker.events, "numel": x.numel(),
             "nbytes": x.numel() * x.element_size(),
             "host_peak_bytes": max(host.peak_bytes, host_peak),
             "profiler_peak_bytes": max(profiler.peak_bytes, peak),
             "profiler_peak_op": profiler.peak_op if profiler.peak_bytes >= peak else peak_op,
-            "cuda_peak_bytes": cuda_peak}
+            "cuda_peak_bytes": cuda_peak,
+            "outside_windows": [] if window is None else [window]}
 
 
-def probe_rejects(function: Any, case: Case, device: str, arena: Arena) -> dict[str, Any]:
+def probe_rejects(function: Any, case: Case, device: str, arena: Arena,
+                  meter: OutsideMeter) -> dict[str, Any]:
     """A call the function must refuse (clamp_ with neither bound, axpy_ with an x that
     would grow y), leaving `x` untouched."""
     x = build_base(case, device)
