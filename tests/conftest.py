@@ -55,3 +55,10 @@ def make_submission(tmp_path: Path, solution_source: str):
         return path
 
     return make
+
+
+def full_marks(lab: str) -> float:
+    """A lab's full marks on the CPU: its rubric's points, every check counted once."""
+    from grader.labs import lab_rubric
+
+    return sum(lab_rubric(lab).points.values())

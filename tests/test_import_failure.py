@@ -15,6 +15,7 @@ from grader.exporters.gradebook import gradebook_csv
 from grader.exporters.junit import junit_xml
 from grader.exporters.text import feedback_text
 from grader.import_failure import own_traceback
+from grader.labs import lab_rubric
 from grader.models import Report
 from grader.platforms.classroom50.result import result_json
 from grader.platforms.gradescope.results import results_json
@@ -22,7 +23,7 @@ from grader.render import render_text
 from grader.sandbox import Sandbox
 from grader.submission import CellSpan, Submission, load_submission
 from grader.summary import standing
-from tests.conftest import SOLUTION
+from tests.conftest import SOLUTION, full_marks
 
 SOURCE = SOLUTION.read_text()
 
@@ -77,7 +78,7 @@ def test_each_function_says_not_graded_without_repeating_the_error(syntax_error:
     for check in graded:
         assert check.message == "not graded: jae.py did not import"
         assert "SyntaxError" not in check.model_dump_json()
-    assert syntax_error.score == 0 and syntax_error.max_score == 90
+    assert syntax_error.score == 0 and syntax_error.max_score == full_marks("optim")
 
 
 def test_every_output_shows_the_error_once(syntax_error: Report) -> None:
@@ -104,7 +105,9 @@ def test_the_gradebook_says_the_file_did_not_import(syntax_error: Report) -> Non
     row = csv.splitlines()[1].split(",")
     assert row[4] == "did not import"
     assert row[5].startswith("SyntaxError at line")
-    assert row[7] == "16"  # zero_grad's maximum, as for any other student
+    maximum = sum(points for check, points in lab_rubric("optim").points.items()
+                  if check.startswith("zero_grad."))
+    assert row[7] == f"{maximum:g}"  # zero_grad's maximum, as for any other student
 
 
 def test_a_notebook_names_the_cell_and_the_line_within_it(tmp_path: Path,

@@ -401,7 +401,7 @@ def test_the_cell_magics_read_as_python_are_those_ipython_runs_in_the_namespace(
 
 
 def test_a_correct_notebook_with_cell_magics_gets_full_marks(tmp_path: Path) -> None:
-    """Today's reading graded the %%bash body as Python: SyntaxError at cell 3, 0 of 90."""
+    """Today's reading graded the %%bash body as Python: SyntaxError at cell 3, 0 points."""
     path = _magic_notebook(tmp_path / "optimizer.ipynb")
     report = check_submission(path, lab="optim", options=CheckOptions(device="cpu"))
     assert report.import_error is None

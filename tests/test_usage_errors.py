@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SOLUTION
+from tests.conftest import ROOT, SOLUTION, full_marks
 
 HIDDEN = ROOT / "examples" / "optim" / "hidden.toml"
 
@@ -132,7 +132,7 @@ def test_nothing_to_grade_is_one_line_in_check_and_an_error_row_in_grade(
     assert graded.returncode == 0, graded.stderr
     assert f"not graded: kofi: {said}" in graded.stdout
     report = json.loads((tmp_path / "out" / "reports" / "kofi.json").read_text())
-    assert report["error"] == said and report["max_score"] == 90
+    assert report["error"] == said and report["max_score"] == full_marks("optim")
 
 
 def test_an_output_folder_that_cannot_be_written_is_refused_before_grading(tmp_path: Path

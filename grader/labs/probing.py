@@ -37,6 +37,8 @@ _run_backward = torch.autograd.graph.Variable._execution_engine.run_backward
 _ones_like = torch.ones_like
 _stash_in_tls, _remove_from_tls = torch._C._stash_obj_in_tls, torch._C._remove_obj_from_tls
 _copy_context = contextvars.copy_context
+_enter_dual_level, _exit_dual_level = torch._C._enter_dual_level, torch._C._exit_dual_level
+_make_dual, _unpack_dual = torch._make_dual, torch._unpack_dual
 _is_grad_enabled, _set_grad_enabled = torch._C.is_grad_enabled, torch._C._set_grad_enabled
 Tensor = torch.Tensor
 
@@ -49,6 +51,10 @@ PROBE_CAPTURES: dict[str, Any] = {
     "torch._C._stash_obj_in_tls": _stash_in_tls,
     "torch._C._remove_obj_from_tls": _remove_from_tls,
     "contextvars.copy_context": _copy_context,
+    "torch._C._enter_dual_level": _enter_dual_level,
+    "torch._C._exit_dual_level": _exit_dual_level,
+    "torch._make_dual": _make_dual,
+    "torch._unpack_dual": _unpack_dual,
     "torch._C.is_grad_enabled": _is_grad_enabled,
     "torch._C._set_grad_enabled": _set_grad_enabled,
     "torch.cuda.synchronize": cuda_synchronize,
@@ -69,6 +75,36 @@ def backward(loss: torch.Tensor) -> None:
                       accumulate_grad=True)
     finally:
         _remove_from_tls("context")
+
+
+class forward_mode:  # read as torch.autograd.forward_ad.dual_level, which it replaces
+    """A level of forward-mode AD over the captured C functions: `dual(t, tangent)` makes a
+    tensor carrying a tangent, `tangent(t)` reads it back (None: it carries none)."""
+
+    def __enter__(self) -> forward_mode:
+        self.level = _enter_dual_level()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _exit_dual_level(level=self.level)
+
+    def dual(self, primal: torch.Tensor, tangent: torch.Tensor) -> torch.Tensor:
+        return _make_dual(primal, tangent, level=self.level)
+
+    def tangent(self, tensor: torch.Tensor) -> torch.Tensor | None:
+        return _unpack_dual(tensor, level=self.level)[1]
+
+
+class enable_grad:  # read as torch.enable_grad, which it replaces in the probes
+    """`torch.enable_grad()` over the captured C switches: a probe that asks autograd what it
+    saw records a graph even where the submission turned grad mode off at import."""
+
+    def __enter__(self) -> None:
+        self.previous = _is_grad_enabled()
+        _set_grad_enabled(True)
+
+    def __exit__(self, *exc: object) -> None:
+        _set_grad_enabled(self.previous)
 
 
 class no_grad:  # read as torch.no_grad, which it replaces in the probes

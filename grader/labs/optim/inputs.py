@@ -20,7 +20,7 @@ Case = dict[str, Any]
 
 
 # Kinds of gradient a zero_grad case gives each parameter.
-GRAD_KINDS = ("normal", "none", "inf_nan", "grad_fn", "noncontig")
+GRAD_KINDS = ("normal", "none", "inf_nan", "grad_fn", "noncontig", "view", "leaf")
 
 
 def _draw(shape: list[int], generator: torch.Generator) -> torch.Tensor:
@@ -70,6 +70,15 @@ def build_grad(param: torch.Tensor, kind: str, seed: int) -> torch.Tensor | None
     if kind == "grad_fn":
         # A create_graph gradient: a non-leaf that carries history.
         return (param.detach().requires_grad_() * values).mul(2.0)
+    if kind == "view":
+        # A view without history, as a gradient bucket hands out (DDP's gradient_as_bucket_view):
+        # `detach_()` refuses it, so torch.optim detaches only a gradient with a grad_fn.
+        bucket = torch.zeros([2, *shape], dtype=param.dtype, device=param.device)
+        return bucket[1].copy_(values)
+    if kind == "leaf":
+        # A gradient that is itself a leaf requiring grad: torch.optim turns requires_grad off
+        # before zeroing it, where zero_() alone is autograd's in-place error on a leaf.
+        return values.requires_grad_()
     return values
 
 

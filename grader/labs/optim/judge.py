@@ -62,9 +62,18 @@ def _in_place_wanted(case: Case, in_place: bool | None) -> bool:
     """Whether a zero_grad case belongs to the group asked for (None: every case). The
     in-place cases with a parameter without a gradient are `missing_grads_stay_none`'s
     alone: a missing guard raises there, and costs that check only."""
-    if _missing_guard_case(case):
+    if _missing_guard_case(case) or _edge_grad_case(case):
         return False
     return in_place is None or (case["set_to_none"] is not True) == in_place
+
+
+EDGE_GRADS = ("view", "leaf")
+
+
+def _edge_grad_case(case: Case) -> bool:
+    """A zero_grad case with a gradient that only the full rule zeroes (EDGE_GRADS): a
+    shortcut raises there, which costs `zero_grad.edge_grads` alone."""
+    return any(kind in EDGE_GRADS for kind in case.get("grads", []))
 
 
 def _missing_guard_case(case: Case) -> bool:
@@ -164,6 +173,10 @@ judge_zero_grad_to_none = judge_cases("zero_grad", _zg_selector(False),
                                       _per_grad(_zg_to_none))
 judge_zero_grad_params = judge_cases("zero_grad", _zg_selector(None),
                                      _per_grad(_zg_params))
+# The edge gradients' one property is that zeroing them does not raise (`detach_()` on a view,
+# `zero_()` on a leaf requiring grad): identity and values are the other checks' business,
+# so one mistake elsewhere is not charged again here.
+judge_zero_grad_edges = judge_cases("zero_grad", _edge_grad_case, lambda case, observed: None)
 
 
 # --- sgd_step ------------------------------------------------------------------------------
@@ -376,8 +389,10 @@ def _trajectory_rule(cls: str) -> Rule:
 
 
 def judge_trajectory(cls: str, name: str) -> Callable[[Evidence], Finding]:
-    """One configuration's trajectory (in a hidden plan of another config: nothing)."""
-    return judge_cases(cls, lambda c: c["id"] == f"trajectory.{name}", _trajectory_rule(cls))
+    """One configuration's trajectory, or a group's (`trajectory.boundaries.*`); in a hidden
+    plan of another config: nothing."""
+    return judge_cases(cls, lambda c: c["id"] == f"trajectory.{name}"
+                       or c["id"].startswith(f"trajectory.{name}."), _trajectory_rule(cls))
 
 
 def _is_trajectory(case: Case) -> bool:
@@ -629,6 +644,7 @@ def _checks() -> tuple[CheckSpec, ...]:
         CheckSpec("zero_grad.set_to_none", "identity", judge_zero_grad_to_none),
         CheckSpec("zero_grad.params_untouched", "side_effect", judge_zero_grad_params,
                   shown_by=ZEROED),
+        CheckSpec("zero_grad.edge_grads", "autograd", judge_zero_grad_edges, shown_by=ZEROED),
         _signature_check("sgd_step"),
         CheckSpec("sgd_step.values", "numerics", judge_sgd_step_values),
         CheckSpec("sgd_step.skips_missing_grads", "identity", judge_sgd_step_skips_missing,
@@ -643,8 +659,8 @@ def _checks() -> tuple[CheckSpec, ...]:
         CheckSpec("sgd_step.grad_untouched", "side_effect", judge_sgd_step_grad,
                   shown_by=SGD_STEP_DID),
     ]
-    for cls, configs, keys in (("SGD", SGD_CONFIGS, ("momentum_buffer",)),
-                               ("Adam", ADAM_CONFIGS, ("exp_avg", "exp_avg_sq"))):
+    for cls, configs, keys in (("SGD", [*SGD_CONFIGS, "boundaries"], ("momentum_buffer",)),
+                               ("Adam", [*ADAM_CONFIGS, "boundaries"], ("exp_avg", "exp_avg_sq"))):
         did = (f"{cls}.version_advances", *(f"{cls}.trajectory.{name}" for name in configs))
         checks.append(_signature_check(cls))
         checks.append(CheckSpec(f"{cls}.validation", "api", judge_validation(cls),

@@ -34,6 +34,10 @@ def _zero_grad_cases() -> list[Case]:
          "shapes": [[8], [2, 2]], "grads": ["inf_nan", "normal"]},
         {**base, "id": "to_none", "set_to_none": True, "shapes": [[3], [2, 2], [5]],
          "grads": ["normal", "none", "inf_nan"]},
+        # Gradients torch.optim zeroes that a shortcut refuses: a view (`detach_()` raises)
+        # and a leaf requiring grad (`zero_()` alone raises); read by `edge_grads` alone.
+        {**base, "id": "view_grad", "shapes": [[4, 3], [5]], "grads": ["view", "normal"]},
+        {**base, "id": "leaf_grad", "shapes": [[3, 4], [6]], "grads": ["leaf", "normal"]},
     ]
 
 
@@ -75,6 +79,22 @@ ADAM_CONFIGS: dict[str, dict[str, Any]] = {
     "small_grads": {"lr": 1e-2, "eps": 1e-6},
     "skips_missing": {"lr": 1e-2, "weight_decay": 0.1},
 }
+# Each hyperparameter at an edge of its documented range, where a guard written against the
+# wrong constant (`momentum != 1` for `!= 0`) or a branch taken for the wrong reason shows:
+# the momentum branch must not run at momentum 0 whatever the dampening, and must at 1. One
+# check per class reads them all (`<cls>.trajectory.boundaries`), over a few steps each.
+SGD_BOUNDARIES: dict[str, dict[str, Any]] = {
+    "momentum_zero_dampening": {"lr": 0.05, "momentum": 0.0, "dampening": 0.5},
+    "momentum_one": {"lr": 0.01, "momentum": 1.0},
+    "dampening_one": {"lr": 0.05, "momentum": 0.9, "dampening": 1.0},
+    "weight_decay_one": {"lr": 0.02, "momentum": 0.5, "weight_decay": 1.0},
+}
+ADAM_BOUNDARIES: dict[str, dict[str, Any]] = {
+    "betas_zero": {"lr": 1e-2, "betas": [0.0, 0.0]},
+    "weight_decay_one": {"lr": 1e-2, "weight_decay": 1.0},
+    "eps_zero": {"lr": 1e-2, "betas": [0.5, 0.9], "eps": 0.0},
+}
+BOUNDARY_STEPS = 4
 # Gradients scaled down per config, so that where eps enters the update shows.
 GRAD_SCALES = {"small_grads": 1e-4}
 SGD_VALIDATION: list[tuple[dict[str, Any], bool]] = [
@@ -100,6 +120,7 @@ ADAM_VALIDATION: list[tuple[dict[str, Any], bool]] = [
 
 
 def _optimizer_cases(cls: str, configs: dict[str, dict[str, Any]],
+                     boundaries: dict[str, dict[str, Any]],
                      validation: list[tuple[dict[str, Any], bool]]) -> list[Case]:
     cases: list[Case] = []
     for name, config in configs.items():
@@ -115,6 +136,11 @@ def _optimizer_cases(cls: str, configs: dict[str, dict[str, Any]],
             "zero_grads": [[0, 4]] if name == "weight_decay" else [],
             **({"grad_scale": GRAD_SCALES[name]} if name in GRAD_SCALES else {}),
         })
+    for name, config in boundaries.items():
+        cases.append({"probe": "trajectory", "class": cls, "id": f"trajectory.boundaries.{name}",
+                      "seed": 37, "dtype": "float32", "iterable": "list", "shapes": SHAPES,
+                      "steps": BOUNDARY_STEPS, "config": config, "none_grads": [],
+                      "zero_grads": []})
     for index, (config, invalid) in enumerate(validation):
         cases.append({"probe": "validation", "class": cls, "id": f"validation.{index}",
                       "seed": 5, "dtype": "float32", "shapes": [[2]], "config": config,
@@ -130,8 +156,9 @@ def _lab_cases(function: str) -> tuple[Case, ...]:
     return tuple({
         "zero_grad": _zero_grad_cases,
         "sgd_step": _sgd_step_cases,
-        "SGD": lambda: _optimizer_cases("SGD", SGD_CONFIGS, SGD_VALIDATION),
-        "Adam": lambda: _optimizer_cases("Adam", ADAM_CONFIGS, ADAM_VALIDATION),
+        "SGD": lambda: _optimizer_cases("SGD", SGD_CONFIGS, SGD_BOUNDARIES, SGD_VALIDATION),
+        "Adam": lambda: _optimizer_cases("Adam", ADAM_CONFIGS, ADAM_BOUNDARIES,
+                                         ADAM_VALIDATION),
     }[function]())
 
 

@@ -196,8 +196,9 @@ def probe_optimizer_trajectory(cls: type, case: Case, device: str, arena: Arena)
     optimizer, error = call_student(cls, _iterable(params, case["iterable"]), **case["config"])
     steps: list[dict[str, Any]] = []
     kept_state: dict[tuple[int, str], tuple[torch.Tensor, int]] = {}
+    kept_grads: list[torch.Tensor | None] = [None] * len(params)
     for step in range(case["steps"] if error is None else 0):
-        grads = step_grads(case, params, step)
+        grads = _refill(kept_grads, step_grads(case, params, step))
         for p, g in zip(params, grads, strict=True):
             p.grad = g
         grad_values = [None if g is None else tensors.values(g) for g in grads]
@@ -220,6 +221,29 @@ def probe_optimizer_trajectory(cls: type, case: Case, device: str, arena: Arena)
         if error is not None:
             break
     return {"error": error if not steps else None, "steps": steps}
+
+
+def _refill(kept: list[torch.Tensor | None],
+            fresh: list[torch.Tensor | None]) -> list[torch.Tensor | None]:
+    """The step's gradients written into the tensors of the step before, as `backward`
+    accumulates into the `.grad` it keeps (after `zero_grad(set_to_none=False)`): state that
+    aliases the caller's gradient (`buf = p.grad`, no clone) sees the next step's values. A
+    parameter without a gradient at a step gets a fresh tensor at its next, as backward makes;
+    so does one whose gradient the step left unwritable (the grad_untouched check says so)."""
+    grads: list[torch.Tensor | None] = []
+    for index, grad in enumerate(fresh):
+        own = kept[index]
+        if grad is not None and own is not None and own.shape == grad.shape \
+                and own.dtype == grad.dtype and own.device == grad.device:
+            try:
+                with no_grad():
+                    own.copy_(grad)  # in place on the caller's gradient, as backward writes
+                grad = own
+            except Exception:  # a gradient the step made unwritable: a fresh one
+                pass
+        kept[index] = grad
+        grads.append(grad)
+    return grads
 
 
 def _optimizer_state(optimizer: Any, p: torch.Tensor, index: int, step: int,

@@ -96,6 +96,12 @@ def build_args(case: Case, x: torch.Tensor, other: torch.Tensor | None) -> list[
     return [mapping.get(arg, arg) if isinstance(arg, str) else arg for arg in case["args"]]
 
 
+def loss_weights(x: torch.Tensor) -> torch.Tensor:
+    """The weights of the loss `(x * w).sum()` whose gradient the autograd case compares: all
+    different, as a plain sum would be blind (softmax's rows always sum to 1)."""
+    return torch.linspace(-1.0, 2.0, x.numel(), dtype=x.dtype, device=x.device).reshape(x.shape)
+
+
 def witnessed(function: str, case: Case) -> list[tuple[str, tuple[int, ...]]]:
     """The tensor `function` must update in place, as (dtype, shape): the base its argument is
     a view of. The outside witness holds it (sandbox/witness.py)."""

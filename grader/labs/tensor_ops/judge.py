@@ -17,6 +17,7 @@ from grader.checks.core import (
     judge_cases,
     unless_computing,
 )
+from grader.checks.errors import error_finding
 from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
@@ -111,7 +112,69 @@ def judge_storage(function: str) -> Callable[[Evidence], Finding]:
     return judge
 
 
+@cached_by_content
+def expected_grad(case: Case) -> torch.Tensor:
+    return reference.expected_grad(case)
+
+
+@cached_by_content
+def expected_tangent(case: Case) -> torch.Tensor:
+    return reference.expected_tangent(case)
+
+
+# Autograd's errors that mean it saw a write: one that modified a tensor it had saved.
+SEEN_WRITE_ERRORS = ("autograd_saved_error", "autograd_saved_input_error")
+# Autograd refusing an op it cannot differentiate (an `out=` variant, an op without a
+# forward-mode formula) is loud, not deceived.
+UNDIFFERENTIABLE = ("is not implemented", "don't support automatic differentiation",
+                    "does not support it")
+
+
+# Autograd's own refusals of a write it saw and cannot allow (a view from `unbind`, which
+# `for row in x` makes): loud too.
+REFUSED_WRITES = ("autograd_view_error", "autograd_leaf_error", "autograd_inplace_error")
+
+
+def refuses_autograd(error: dict[str, Any]) -> bool:
+    """Whether autograd refused, loudly, to go along with the call (see UNDIFFERENTIABLE)."""
+    return any(words in error["message"] for words in UNDIFFERENTIABLE) or error_finding(
+        error, function="", case_id="").key in REFUSED_WRITES
+
+
+def autograd_saw_every_write(function: str, case: Case,
+                             observed: dict[str, Any]) -> Finding | None:
+    """The autograd case (probes.probe_autograd): backward raised autograd's error for a saved
+    tensor the function modified (it saw the write), or gave the true gradient; and forward
+    mode carried the true tangent. A wrong gradient or tangent without an error, or another
+    error at backward, means a write autograd did not see. An op that refuses forward mode
+    (NotImplementedError) is loud, not deceived."""
+    tensor = _first_arg(function)
+    if observed["forward_error"] is not None and not refuses_autograd(observed["forward_error"]):
+        return error_finding(observed["forward_error"], function=function, case_id=case["id"])
+    if observed["forward_error"] is None and (
+            observed["tangent"] is None
+            or mismatch(observed["tangent"], expected_tangent(case)) is not None):
+        return fail("write_unseen_forward", function=function, tensor=tensor,
+                    where=_describe(case))
+    raised = observed["backward_error"]
+    if raised is not None:
+        finding = error_finding(raised, function=function, case_id=case["id"])
+        if finding.key in SEEN_WRITE_ERRORS or refuses_autograd(raised):
+            return None
+        return fail("backward_lost_write", function=function, tensor=tensor,
+                    error=f"{raised['type']}: {raised['message']}"[:200])
+    grad = observed["grad"]
+    found = None if grad is None else mismatch(grad, expected_grad(case))
+    if grad is None or found is not None:
+        return fail("write_unseen_by_autograd", function=function, tensor=tensor,
+                    where=_describe(case))
+    return None
+
+
 def judge_version(function: str) -> Callable[[Evidence], Finding]:
+    """The version advanced on every ordinary case, and on the autograd case autograd itself
+    saw every write (where the values and the returned object are right: a wrong formula, or
+    a new tensor, is charged by their own checks)."""
     def judge(evidence: Evidence) -> Finding:
         for case, observed, problem in each_case(evidence, function, _ordinary):
             if not problem.passed:
@@ -120,6 +183,22 @@ def judge_version(function: str) -> Callable[[Evidence], Finding]:
             if case["layout"] != "empty" and after["version"] <= before["version"]:
                 return fail("version_unchanged", function=function, tensor=_first_arg(function),
                             version=before["version"], where=_describe(case))
+        if not (judge_values(function, "values")(evidence).passed
+                and judge_identity(function)(evidence).passed):
+            return PASS
+        # A call that autograd refuses (`torch.add(..., out=y)` on an input requiring grad)
+        # deceived no one: what this case catches is a write autograd missed silently.
+        for case, observed, problem in each_case(evidence, function, _in("autograd"),
+                                                 allow_error=True):
+            if not problem.passed:
+                return problem
+            if observed.get("error"):
+                if refuses_autograd(observed["error"]):
+                    continue
+                return error_finding(observed["error"], function=function, case_id=case["id"])
+            if observed["returned_is_x"] and (
+                    found := autograd_saw_every_write(function, case, observed)) is not None:
+                return found
         return PASS
 
     # A version bump shows a write, not a computation: `x.mul_(1)` earns what `return x`
@@ -156,14 +235,21 @@ SPECIAL_GROUPS = ("edges", "broadcast")
 def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
     """The values of one group of cases. A special group (edges, broadcast) judges what is
     special about it: it runs, and keeps the shape; its values are judged too, unless the
-    ordinary values already fail, so that one formula mistake costs one check."""
+    ordinary values already fail, so that one formula mistake costs one check. On the edge
+    inputs (empty, 0-dim) the returned object is judged too, unless returns_input already
+    fails: a clone returned for an empty input alone costs this check."""
     def judge(evidence: Evidence) -> Finding:
         formula_wrong = group in SPECIAL_GROUPS and not judge_values(function, "values")(
             evidence).passed
+        identity_judged = group == "edges" and judge_identity(function)(evidence).passed
         findings = []
         for case, observed, problem in each_case(evidence, function, _in(group)):
             if not problem.passed:
                 return problem
+            if identity_judged and not observed["returned_is_x"]:
+                findings.append(fail("not_returned", function=function, where=_describe(case),
+                                     got=observed["returned_type"], tensor=_first_arg(function)))
+                continue
             if formula_wrong and observed["values"].shape == expected(case)[0].shape:
                 continue
             through_base = case["layout"] in VIEW_LAYOUTS  # the caller's memory is the base

@@ -105,6 +105,10 @@ def _lab_cases(function: str) -> tuple[Case, ...]:
         for variant in variants:
             planned += [("views", {"dtype": dtype, "layout": layout, "variant": variant})
                         for layout in ("transpose", "stride", "slice3d")]
+    # Autograd's own view of the writes (probes.probe_autograd): float64, so that gradients
+    # compare closely; read by version_advances.
+    planned.append(("autograd", {"dtype": "float64", "layout": "contiguous",
+                                 "variant": variants[-1], "measure": "autograd"}))
     allocation_variants = [v for v in variants if "dim" in v.get("kwargs", {})] or variants[:1]
     for variant in ([variants[0], *allocation_variants] if function in REDUCTIONS
                     else allocation_variants):

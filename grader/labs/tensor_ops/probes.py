@@ -17,14 +17,24 @@ from grader.checks.allocation import (
 )
 from grader.checks.api import describe_module
 from grader.labs.probing import (
+    backward,
     cuda_max_memory_allocated,
     cuda_memory_allocated,
     cuda_reset_peak_memory_stats,
     cuda_synchronize,
+    enable_grad,
+    forward_mode,
     no_grad,
     run_cases,
 )
-from grader.labs.tensor_ops.inputs import Case, build_args, build_base, build_other, view_of
+from grader.labs.tensor_ops.inputs import (
+    Case,
+    build_args,
+    build_base,
+    build_other,
+    loss_weights,
+    view_of,
+)
 from grader.labs.tensor_ops.inputs import witnessed as witnessed
 from grader.sandbox.child import call_student
 from grader.sandbox.outside_meter import NO_METER, OutsideMeter
@@ -51,7 +61,8 @@ def describe_api(module: ModuleType) -> dict[str, Any]:
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
           arena: Arena = NO_ARENA, meter: OutsideMeter = NO_METER) -> dict[str, Any]:
-    runners = {"allocation": probe_allocation, "rejects": probe_rejects, "state": probe_state}
+    runners = {"allocation": probe_allocation, "rejects": probe_rejects, "state": probe_state,
+               "autograd": probe_autograd}
     observed = run_cases(module, function, cases,
                          lambda target, case: runners[case["measure"]](target, case, device,
                                                                        arena, meter))
@@ -135,6 +146,43 @@ def probe_allocation(function: Any, case: Case, device: str, arena: Arena,
             "profiler_peak_op": profiler.peak_op if profiler.peak_bytes >= peak else peak_op,
             "cuda_peak_bytes": cuda_peak,
             "outside_windows": [] if window is None else [window]}
+
+
+def probe_autograd(function: Any, case: Case, device: str, arena: Arena,
+                   meter: OutsideMeter) -> dict[str, Any]:
+    """What autograd makes of the call, both ways.
+
+    Backward: `x` is a non-leaf that requires grad, the call runs with grad mode on, then
+    `(x * w).sum()` is backpropagated to the leaf. A write autograd records either breaks a
+    tensor it saved (backward raises its in-place error, as the reference's own in-place
+    chain may) or gives the true gradient; a write it cannot see (through `.data`, under
+    `no_grad`, via numpy) leaves the gradient wrong and raises nothing.
+    Forward: `x` carries a tangent `w` (forward-mode AD), which every in-place op it records
+    carries along, and no saved tensor can stop: a write through `.data` leaves the tangent
+    behind even where backward raises for the reference too (softmax_).
+    The count of versions cannot tell: one write autograd sees advances it."""
+    leaf = build_base(case, device).requires_grad_()
+    with enable_grad():
+        x = leaf * 1.0  # a non-leaf: autograd's in-place rules for leaves are lab autograd's
+        returned, error = call_student(function, *build_args(case, x, build_other(case, device)),
+                                       **case.get("kwargs", {}))
+        record: dict[str, Any] = {"error": error, "returned_is_x": returned is x,
+                                  "backward_error": None, "grad": None,
+                                  "forward_error": None, "tangent": None}
+        if error is not None:
+            return record
+        _, record["backward_error"] = call_student(
+            lambda: backward((x * loss_weights(x)).sum()))
+    if record["backward_error"] is None and leaf.grad is not None:
+        record["grad"] = tensors.values(leaf.grad)
+    primal = build_base(case, device)
+    with forward_mode() as forward:
+        x = forward.dual(primal, loss_weights(primal))
+        _, record["forward_error"] = call_student(
+            function, *build_args(case, x, build_other(case, device)), **case.get("kwargs", {}))
+        tangent = forward.tangent(x)
+        record["tangent"] = None if tangent is None else tensors.values(tangent)
+    return record
 
 
 def probe_rejects(function: Any, case: Case, device: str, arena: Arena,

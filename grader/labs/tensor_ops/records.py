@@ -43,10 +43,21 @@ class RejectsRecord(TypedDict):
     untouched: bool
 
 
+@with_config(STRICT)
+class AutogradRecord(TypedDict):
+    error: ErrorRecord | None
+    returned_is_x: bool
+    backward_error: ErrorRecord | None
+    grad: Tensor | None
+    forward_error: ErrorRecord | None
+    tangent: Tensor | None
+
+
 _BY_MEASURE: dict[str, TypeAdapter[Any]] = {
     "state": TypeAdapter(Failed | StateRecord),
     "allocation": TypeAdapter(Failed | MeteredAllocationRecord),
     "rejects": TypeAdapter(Failed | RejectsRecord),
+    "autograd": TypeAdapter(Failed | AutogradRecord),
 }
 
 
@@ -55,6 +66,12 @@ def record_type(function: str, case: dict[str, Any]) -> CaseType:
     of a state record: the probe's own copies, of the argument taken before the call and of
     its base (the witness's memory) after it, of the case's shapes and dtype."""
     adapter = _BY_MEASURE[case["measure"]]
+    if case["measure"] == "autograd" and "layout" in case and "dtype" in case:
+        shape = list(view_of(torch.empty(case.get("base_shape") or LAYOUTS[case["layout"]],
+                                         device="meta"), case["layout"]).shape)
+        return CaseType(adapter, lambda record: first_complaint(*(
+            tensor_is(key, record[key], shape, case["dtype"]) for key in ("grad", "tangent")
+            if record.get(key) is not None)))
     if case["measure"] != "state" or "layout" not in case or "dtype" not in case:
         return CaseType(adapter, lambda record: None)  # a case that fixes nothing of it
 

@@ -7,9 +7,18 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.autograd.forward_ad as forward_ad
 import torch.nn.functional as F
 
-from grader.labs.tensor_ops.inputs import DTYPES, Case, build_args, build_base, build_other, view_of
+from grader.labs.tensor_ops.inputs import (
+    DTYPES,
+    Case,
+    build_args,
+    build_base,
+    build_other,
+    loss_weights,
+    view_of,
+)
 
 
 def _standardize(x: torch.Tensor, dim: int = -1, eps: float = 1e-5) -> torch.Tensor:
@@ -30,6 +39,34 @@ REFERENCES: dict[str, Callable[..., torch.Tensor]] = {
     "standardize_": _standardize,
     "softmax_": lambda x, dim=-1: torch.softmax(x, dim=dim),
 }
+
+
+def expected_grad(case: Case) -> torch.Tensor:
+    """The gradient of `(f(x) * w).sum()` for the leaf under `x` (probes.probe_autograd), in
+    float64, through the out-of-place reference: what autograd gives for a function whose
+    every write it recorded (unless one broke a tensor it saved, when backward raises)."""
+    leaf = build_base(case, "cpu").double().requires_grad_()
+    x = leaf * 1.0
+    other = build_other(case, "cpu")
+    args: list[Any] = build_args(case, x, None if other is None else other.double())
+    result = REFERENCES[case["function"]](*args, **case.get("kwargs", {}))
+    (result * loss_weights(result)).sum().backward()
+    assert leaf.grad is not None
+    return leaf.grad.to(DTYPES[case["dtype"]])
+
+
+def expected_tangent(case: Case) -> torch.Tensor:
+    """The forward-mode derivative of `f` at `x` along the tangent `w` (probes.probe_autograd),
+    in float64, through the out-of-place reference."""
+    primal = build_base(case, "cpu").double()
+    other = build_other(case, "cpu")
+    with forward_ad.dual_level():
+        x = forward_ad.make_dual(primal, loss_weights(primal))
+        args: list[Any] = build_args(case, x, None if other is None else other.double())
+        result = REFERENCES[case["function"]](*args, **case.get("kwargs", {}))
+        tangent = forward_ad.unpack_dual(result).tangent
+    assert tangent is not None
+    return tangent.to(DTYPES[case["dtype"]])
 
 
 def expected(case: Case) -> tuple[torch.Tensor, torch.Tensor]:
