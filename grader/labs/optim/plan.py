@@ -94,7 +94,8 @@ ADAM_BOUNDARIES: dict[str, dict[str, Any]] = {
     "weight_decay_one": {"lr": 1e-2, "weight_decay": 1.0},
     "eps_zero": {"lr": 1e-2, "betas": [0.5, 0.9], "eps": 0.0},
 }
-BOUNDARY_STEPS = 4
+BOUNDARY_STEPS = 3  # the momentum buffer's update first shows at step 2
+BOUNDARY_SHAPES = [[6, 4], [4]]
 # Gradients scaled down per config, so that where eps enters the update shows.
 GRAD_SCALES = {"small_grads": 1e-4}
 SGD_VALIDATION: list[tuple[dict[str, Any], bool]] = [
@@ -138,8 +139,8 @@ def _optimizer_cases(cls: str, configs: dict[str, dict[str, Any]],
         })
     for name, config in boundaries.items():
         cases.append({"probe": "trajectory", "class": cls, "id": f"trajectory.boundaries.{name}",
-                      "seed": 37, "dtype": "float32", "iterable": "list", "shapes": SHAPES,
-                      "steps": BOUNDARY_STEPS, "config": config, "none_grads": [],
+                      "seed": 37, "dtype": "float32", "iterable": "list",
+                      "shapes": BOUNDARY_SHAPES, "steps": BOUNDARY_STEPS, "config": config, "none_grads": [],
                       "zero_grads": []})
     for index, (config, invalid) in enumerate(validation):
         cases.append({"probe": "validation", "class": cls, "id": f"validation.{index}",
