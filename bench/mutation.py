@@ -95,6 +95,17 @@ def _method_calls(tree: ast.AST) -> Iterator[ast.Call]:
             yield node
 
 
+def _statements(tree: ast.AST) -> Iterator[tuple[list[ast.stmt], int, ast.stmt]]:
+    """(the body it is in, its index, the statement) for every statement of `tree`."""
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list):
+                for index, statement in enumerate(body):
+                    if isinstance(statement, ast.stmt):
+                        yield body, index, statement
+
+
 def op_out_of_place(tree: ast.AST) -> Iterator[Change]:
     """`x.add_(...)` -> `x.add(...)`: the in-place write made out of place."""
     for call in _method_calls(tree):
@@ -129,18 +140,14 @@ def op_data_detour(tree: ast.AST) -> Iterator[Change]:
 
 def op_drop_no_grad(tree: ast.AST) -> Iterator[Change]:
     """`with torch.no_grad(): body` -> `body`, and `@torch.no_grad()` removed."""
+    for body, index, statement in _statements(tree):
+        if isinstance(statement, ast.With) and "no_grad" in ast.unparse(
+                statement.items[0].context_expr):
+            def apply(body: list = body, index: int = index,
+                      statement: ast.With = statement) -> None:
+                body[index:index + 1] = statement.body
+            yield statement.lineno, "without no_grad", apply
     for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            body = getattr(node, field, None)
-            if not isinstance(body, list):
-                continue
-            for index, statement in enumerate(body):
-                if isinstance(statement, ast.With) and "no_grad" in ast.unparse(
-                        statement.items[0].context_expr):
-                    def apply(body: list = body, index: int = index,
-                              statement: ast.With = statement) -> None:
-                        body[index:index + 1] = statement.body
-                    yield statement.lineno, "without no_grad", apply
         if isinstance(node, ast.FunctionDef):
             for index, decorator in enumerate(node.decorator_list):
                 if "no_grad" in ast.unparse(decorator):
@@ -152,24 +159,19 @@ def op_drop_no_grad(tree: ast.AST) -> Iterator[Change]:
 def op_remove_guard(tree: ast.AST) -> Iterator[Change]:
     """An `if` whose body only skips, returns or raises, removed; any other `if` made to
     take the other branch (its test negated)."""
-    for node in ast.walk(tree):
-        for field in ("body", "orelse"):
-            body = getattr(node, field, None)
-            if not isinstance(body, list):
-                continue
-            for index, statement in enumerate(body):
-                if not isinstance(statement, ast.If):
-                    continue
-                skips = all(isinstance(s, (ast.Continue, ast.Return, ast.Raise, ast.Break))
-                            for s in statement.body)
-                if skips and not statement.orelse:
-                    def apply(body: list = body, index: int = index) -> None:
-                        del body[index]
-                    yield statement.lineno, "guard removed", apply
-                else:
-                    def negate(statement: ast.If = statement) -> None:
-                        statement.test = ast.UnaryOp(op=ast.Not(), operand=statement.test)
-                    yield statement.lineno, "branch negated", negate
+    for body, index, statement in _statements(tree):
+        if not isinstance(statement, ast.If):
+            continue
+        skips = all(isinstance(s, (ast.Continue, ast.Return, ast.Raise, ast.Break))
+                    for s in statement.body)
+        if skips and not statement.orelse:
+            def apply(body: list = body, index: int = index) -> None:
+                del body[index]
+            yield statement.lineno, "guard removed", apply
+        else:
+            def negate(statement: ast.If = statement) -> None:
+                statement.test = ast.UnaryOp(op=ast.Not(), operand=statement.test)
+            yield statement.lineno, "branch negated", negate
 
 
 def op_compare(tree: ast.AST) -> Iterator[Change]:
@@ -312,20 +314,15 @@ def op_swap_arguments(tree: ast.AST) -> Iterator[Change]:
 def op_remove_statement(tree: ast.AST) -> Iterator[Change]:
     """A statement that computes or stores something deleted (`state["step"] += 1`, an
     in-place write on its own line, an assignment); `pass` where the body would be empty."""
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            body = getattr(node, field, None)
-            if not isinstance(body, list):
-                continue
-            for index, statement in enumerate(body):
-                if not isinstance(statement, (ast.Expr, ast.Assign, ast.AugAssign)) or (
-                        isinstance(statement, ast.Expr)
-                        and isinstance(statement.value, ast.Constant)):  # a docstring
-                    continue
+    for body, index, statement in _statements(tree):
+        if not isinstance(statement, (ast.Expr, ast.Assign, ast.AugAssign)) or (
+                isinstance(statement, ast.Expr)
+                and isinstance(statement.value, ast.Constant)):  # a docstring
+            continue
 
-                def apply(body: list = body, index: int = index) -> None:
-                    body[index] = ast.Pass()
-                yield statement.lineno, "statement removed", apply
+        def apply(body: list = body, index: int = index) -> None:
+            body[index] = ast.Pass()
+        yield statement.lineno, "statement removed", apply
 
 
 OPERATORS: dict[str, Callable[[ast.AST], Iterator[Change]]] = {
