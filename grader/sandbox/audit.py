@@ -255,9 +255,12 @@ def install(*, trusted_roots: Iterable[Path], untrusted_roots: Iterable[Path],
     def secret(path: str) -> bool:
         """/proc/<pid>/{mem,environ,pagemap,clear_refs} however named (`//proc`, a link, a
         relative path from a folder in /proc), or any such name opened relative to a
-        descriptor."""
-        name = basename(path)
-        return name in secret_files and (realpath(path).startswith("/proc/")
+        descriptor; and a pipe or socket reopened by its /proc name (`/proc/self/fd/N`),
+        which would give the submission a new end of the worker's channels."""
+        name, real = basename(path), realpath(path)
+        if real.startswith("/proc/") and "/fd/" in real and ":[" in basename(real):
+            return True
+        return name in secret_files and (real.startswith("/proc/")
                                          or not path.startswith("/"))
 
     def imported_from_file(code: CodeType) -> bool:

@@ -20,10 +20,13 @@ the answer says so and the probes keep their in-process meters.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
-MEASURED, UNMEASURED = b"1", b"0"
+from grader.sandbox.audit import INTEGRITY_EVENT
+
+MEASURED, UNMEASURED, CLOSED = b"1", b"0", b"m"  # the zygote's answers to `M`, and to `m`
 WINDOWS_LIMIT = 4096  # windows per task; more is a protocol violation
 
 
@@ -54,35 +57,45 @@ def peak_kib(pid: int) -> int | None:
 
 # --- child side ----------------------------------------------------------------------------
 
+# Taken when the zygote imports this module, before any submission exists (and watched by
+# the tamper watch with the rest of the grader's module globals).
+_read, _write, _audit = os.read, os.write, sys.audit
+
+
 class OutsideMeter:
     """Child side: `measure(call)` runs the call inside one window and says which window it
-    was, so that the grading process can find the zygote's reading. The descriptors and
-    `os.read`/`os.write` are held from before the submission's import."""
+    was, so that the grading process can find the zygote's reading. Each line waits for the
+    zygote's own answer; an answer that does not come as it must (the pipe made non-blocking,
+    a byte planted or taken) is an integrity finding, and the call is then not measured."""
 
     def __init__(self, progress_fd: int = -1, answer_fd: int = -1) -> None:
         self._progress, self._answer = progress_fd, answer_fd
-        self._read, self._write = os.read, os.write
         self.windows = 0
 
     def measure(self, call: Callable[[], Any]) -> tuple[Any, int | None, bool]:
         """(what the call returned, its window, whether the zygote measures it)."""
         if self._progress < 0:
             return call(), None, False
-        measured = self._ask(b"M\n") == MEASURED
+        measured = self._ask(b"M\n", (MEASURED, UNMEASURED)) == MEASURED
         try:
             result = call()
         finally:
-            self._ask(b"m\n")
+            self._ask(b"m\n", (CLOSED,))
         window = self.windows
         self.windows += 1
         return result, window, measured
 
-    def _ask(self, line: bytes) -> bytes:
+    def _ask(self, line: bytes, answers: tuple[bytes, ...]) -> bytes:
         try:
-            self._write(self._progress, line)
-            return self._read(self._answer, 1)
-        except OSError:
-            return UNMEASURED  # the submission closed a pipe: the task fails for that instead
+            _write(self._progress, line)
+            answer = _read(self._answer, 1)
+        except OSError as exc:
+            answer = f"{type(exc).__name__}".encode()
+        if answer not in answers:
+            _audit(INTEGRITY_EVENT, f"the outside memory meter's answers were tampered with "
+                                    f"(got {answer!r})")
+            return UNMEASURED
+        return answer
 
 
 NO_METER = OutsideMeter()  # in-process runs of the probes (tests): nothing outside to ask

@@ -201,7 +201,7 @@ class _Child:
     def close_window(self) -> int | None:
         """`m`: the child's peak during the window, in KiB above where it started."""
         peak = None if self._baseline is None else outside_meter.peak_kib(self.pid)
-        self._answer_child(outside_meter.MEASURED)
+        self._answer_child(outside_meter.CLOSED)
         return None if peak is None or self._baseline is None else max(0, peak - self._baseline)
 
     def _answer_child(self, answer: bytes) -> None:

@@ -18,6 +18,7 @@ from grader.checks.allocation import judge_allocations
 from grader.engine import _measured_outside
 from grader.sandbox import outside_meter
 from grader.sandbox.outside_meter import (
+    CLOSED,
     MEASURED,
     UNMEASURED,
     peak_bytes,
@@ -158,7 +159,7 @@ def _meter_a_child() -> tuple[list[int | None], str]:
             elif line == b"m\n":
                 peak = peak_kib(child.pid)
                 peaks.append(None if peak is None or baseline is None else peak - baseline)
-                os.write(answer_write, MEASURED)
+                os.write(answer_write, CLOSED)
     out, _ = child.communicate(timeout=60)
     os.close(answer_write)
     return peaks, out
@@ -176,6 +177,32 @@ def test_the_zygotes_reading_sees_a_temporary_and_not_an_in_place_write() -> Non
 
 def test_without_a_pipe_the_call_runs_unmeasured() -> None:
     assert outside_meter.NO_METER.measure(lambda: 7) == (7, None, False)
+
+
+@pytest.mark.parametrize("planted", [b"", b"1m", b"mm", b"xm", b"1x"])
+def test_answers_that_do_not_come_as_they_must_are_an_integrity_finding(
+        monkeypatch: pytest.MonkeyPatch, planted: bytes) -> None:
+    """A byte planted ahead of the zygote's answers, or a pipe made non-blocking so that the
+    call need not wait for the reset, is reported and the call counts as unmeasured."""
+    reported: list[str] = []
+    monkeypatch.setattr(outside_meter, "_audit", lambda event, what: reported.append(what))
+    progress_read, progress_write = os.pipe()
+    answer_read, answer_write = os.pipe()
+    try:
+        if planted:
+            os.write(answer_write, planted)
+        else:
+            os.set_blocking(answer_read, False)  # nothing to read: EAGAIN
+        meter = outside_meter.OutsideMeter(progress_write, answer_read)
+        result, window, measured = meter.measure(lambda: 7)
+        planted_in_order = planted == MEASURED + CLOSED
+        assert result == 7 and window == 0
+        assert measured == (planted[:1] == MEASURED)
+        assert bool(reported) != planted_in_order, reported
+        assert os.read(progress_read, 16) == b"M\nm\n"
+    finally:
+        for fd in (progress_read, progress_write, answer_read, answer_write):
+            os.close(fd)
 
 
 # --- the grading process: windows to records, records to a verdict -------------------------

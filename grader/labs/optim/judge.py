@@ -173,10 +173,17 @@ judge_zero_grad_to_none = judge_cases("zero_grad", _zg_selector(False),
                                       _per_grad(_zg_to_none))
 judge_zero_grad_params = judge_cases("zero_grad", _zg_selector(None),
                                      _per_grad(_zg_params))
-# The edge gradients' one property is that zeroing them does not raise (`detach_()` on a view,
-# `zero_()` on a leaf requiring grad): identity and values are the other checks' business,
-# so one mistake elsewhere is not charged again here.
-judge_zero_grad_edges = judge_cases("zero_grad", _edge_grad_case, lambda case, observed: None)
+def _zg_edge(case: Case, index: int, kind: str, obs: dict[str, Any]) -> Finding | None:
+    return _zg_numerics(case, index, kind, obs) if kind in EDGE_GRADS else None
+
+
+def judge_zero_grad_edges(evidence: Evidence) -> Finding:
+    """Zeroing an edge gradient does not raise (the case's own finding), and leaves it zero
+    (a guard that skips it, `except RuntimeError: continue`), unless the plain gradients are
+    not zeroed either: that mistake is exact_zeros', charged once."""
+    zeroes = judge_zero_grad_numerics(evidence).passed
+    rule = _per_grad(_zg_edge) if zeroes else (lambda case, observed: None)
+    return judge_cases("zero_grad", _edge_grad_case, rule)(evidence)
 
 
 # --- sgd_step ------------------------------------------------------------------------------

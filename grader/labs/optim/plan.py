@@ -140,8 +140,8 @@ def _optimizer_cases(cls: str, configs: dict[str, dict[str, Any]],
     for name, config in boundaries.items():
         cases.append({"probe": "trajectory", "class": cls, "id": f"trajectory.boundaries.{name}",
                       "seed": 37, "dtype": "float32", "iterable": "list",
-                      "shapes": BOUNDARY_SHAPES, "steps": BOUNDARY_STEPS, "config": config, "none_grads": [],
-                      "zero_grads": []})
+                      "shapes": BOUNDARY_SHAPES, "steps": BOUNDARY_STEPS, "config": config,
+                      "none_grads": [], "zero_grads": []})
     for index, (config, invalid) in enumerate(validation):
         cases.append({"probe": "validation", "class": cls, "id": f"validation.{index}",
                       "seed": 5, "dtype": "float32", "shapes": [[2]], "config": config,

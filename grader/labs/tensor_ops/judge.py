@@ -113,8 +113,8 @@ def judge_storage(function: str) -> Callable[[Evidence], Finding]:
 
 
 @cached_by_content
-def expected_grad(case: Case) -> torch.Tensor:
-    return reference.expected_grad(case)
+def expected_grads(case: Case) -> tuple[torch.Tensor, torch.Tensor | None]:
+    return reference.expected_grads(case)
 
 
 @cached_by_content
@@ -163,9 +163,12 @@ def autograd_saw_every_write(function: str, case: Case,
             return None
         return fail("backward_lost_write", function=function, tensor=tensor,
                     error=f"{raised['type']}: {raised['message']}"[:200])
-    grad = observed["grad"]
-    found = None if grad is None else mismatch(grad, expected_grad(case))
-    if grad is None or found is not None:
+    want, want_other = expected_grads(case)
+    grad, other_grad = observed["grad"], observed.get("other_grad")
+    wrong = grad is None or mismatch(grad, want) is not None or (
+        want_other is not None and (other_grad is None
+                                    or mismatch(other_grad, want_other) is not None))
+    if wrong:
         return fail("write_unseen_by_autograd", function=function, tensor=tensor,
                     where=_describe(case))
     return None

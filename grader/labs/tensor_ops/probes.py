@@ -160,14 +160,20 @@ def probe_autograd(function: Any, case: Case, device: str, arena: Arena,
     Forward: `x` carries a tangent `w` (forward-mode AD), which every in-place op it records
     carries along, and no saved tensor can stop: a write through `.data` leaves the tangent
     behind even where backward raises for the reference too (softmax_).
+    The second tensor (axpy_'s `x`, ema_update_'s `new`) requires grad and carries a tangent
+    too: a write under `no_grad` hides it, where the derivative in `x` alone is the identity.
     The count of versions cannot tell: one write autograd sees advances it."""
     leaf = build_base(case, device).requires_grad_()
+    other_leaf = build_other(case, device)
+    if other_leaf is not None:
+        other_leaf.requires_grad_()
     with enable_grad():
         x = leaf * 1.0  # a non-leaf: autograd's in-place rules for leaves are lab autograd's
-        returned, error = call_student(function, *build_args(case, x, build_other(case, device)),
+        other = None if other_leaf is None else other_leaf * 1.0
+        returned, error = call_student(function, *build_args(case, x, other),
                                        **case.get("kwargs", {}))
         record: dict[str, Any] = {"error": error, "returned_is_x": returned is x,
-                                  "backward_error": None, "grad": None,
+                                  "backward_error": None, "grad": None, "other_grad": None,
                                   "forward_error": None, "tangent": None}
         if error is not None:
             return record
@@ -175,14 +181,26 @@ def probe_autograd(function: Any, case: Case, device: str, arena: Arena,
             lambda: backward((x * loss_weights(x)).sum()))
     if record["backward_error"] is None and leaf.grad is not None:
         record["grad"] = tensors.values(leaf.grad)
-    primal = build_base(case, device)
+    if record["backward_error"] is None and other_leaf is not None \
+            and other_leaf.grad is not None:
+        record["other_grad"] = tensors.values(other_leaf.grad)
+    # The whole forward-mode run inside call_student: a submission that left a dual level of
+    # its own open, or closed the probe's, fails this case rather than the child.
+    tangent, record["forward_error"] = call_student(_forward_tangent, function, case, device)
+    record["tangent"] = tangent
+    return record
+
+
+def _forward_tangent(function: Any, case: Case, device: str) -> torch.Tensor | None:
+    """The tangent `x` carries after the call, `x` a dual tensor with tangent `w` (a copy)."""
+    primal, other = build_base(case, device), build_other(case, device)
     with forward_mode() as forward:
         x = forward.dual(primal, loss_weights(primal))
-        _, record["forward_error"] = call_student(
-            function, *build_args(case, x, build_other(case, device)), **case.get("kwargs", {}))
+        if other is not None:
+            other = forward.dual(other, loss_weights(other))
+        function(*build_args(case, x, other), **case.get("kwargs", {}))
         tangent = forward.tangent(x)
-        record["tangent"] = None if tangent is None else tensors.values(tangent)
-    return record
+        return None if tangent is None else tensors.values(tangent)
 
 
 def probe_rejects(function: Any, case: Case, device: str, arena: Arena,

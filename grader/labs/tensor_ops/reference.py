@@ -41,18 +41,22 @@ REFERENCES: dict[str, Callable[..., torch.Tensor]] = {
 }
 
 
-def expected_grad(case: Case) -> torch.Tensor:
-    """The gradient of `(f(x) * w).sum()` for the leaf under `x` (probes.probe_autograd), in
-    float64, through the out-of-place reference: what autograd gives for a function whose
-    every write it recorded (unless one broke a tensor it saved, when backward raises)."""
+def expected_grads(case: Case) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The gradients of `(f(x, other) * w).sum()` for the leaves under `x` and the second
+    tensor (probes.probe_autograd), in float64, through the out-of-place reference: what
+    autograd gives for a function whose every write it recorded (unless one broke a tensor it
+    saved, when backward raises)."""
     leaf = build_base(case, "cpu").double().requires_grad_()
-    x = leaf * 1.0
     other = build_other(case, "cpu")
-    args: list[Any] = build_args(case, x, None if other is None else other.double())
+    other_leaf = None if other is None else other.double().requires_grad_()
+    args: list[Any] = build_args(case, leaf * 1.0,
+                                 None if other_leaf is None else other_leaf * 1.0)
     result = REFERENCES[case["function"]](*args, **case.get("kwargs", {}))
     (result * loss_weights(result)).sum().backward()
     assert leaf.grad is not None
-    return leaf.grad.to(DTYPES[case["dtype"]])
+    dtype = DTYPES[case["dtype"]]
+    return leaf.grad.to(dtype), None if other_leaf is None or other_leaf.grad is None else (
+        other_leaf.grad.to(dtype))
 
 
 def expected_tangent(case: Case) -> torch.Tensor:
@@ -62,7 +66,9 @@ def expected_tangent(case: Case) -> torch.Tensor:
     other = build_other(case, "cpu")
     with forward_ad.dual_level():
         x = forward_ad.make_dual(primal, loss_weights(primal))
-        args: list[Any] = build_args(case, x, None if other is None else other.double())
+        if other is not None:
+            other = forward_ad.make_dual(other.double(), loss_weights(other.double()))
+        args: list[Any] = build_args(case, x, other)
         result = REFERENCES[case["function"]](*args, **case.get("kwargs", {}))
         tangent = forward_ad.unpack_dual(result).tangent
     assert tangent is not None
