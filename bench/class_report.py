@@ -23,8 +23,8 @@ SOURCES = ["reference_copy", "sgd_step_data_assign", "sgd_step_numpy", "Adam_eps
 
 
 def build_class(out: Path, n: int) -> None:
-    from grader.batch import REPORTS
     from grader.engine import CheckOptions, check_submission
+    from grader.grades import REPORTS
     from grader.sandbox import Sandbox
 
     (out / REPORTS).mkdir(parents=True)
@@ -42,8 +42,8 @@ def build_class(out: Path, n: int) -> None:
 
 def one_run(out: Path, how: str) -> dict[str, float]:
     """In a fresh process: write the page `how` (stream or list); seconds and peak RSS."""
-    from grader.batch import load_reports, write_atomically, write_class_report
     from grader.exporters.html_report import class_report_html
+    from grader.grades import load_reports, write_atomically, write_class_report
 
     Path("/proc/self/clear_refs").write_text("5")  # the peak from here on, not the imports'
     before = peak_mib()

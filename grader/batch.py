@@ -8,14 +8,12 @@ Problems are collected per student; the run itself never stops for one submissio
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import json
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +29,14 @@ from grader.engine import (
     internal_error,
 )
 from grader.errors import UsageError
-from grader.exporters.gradebook import gradebook_csv
-from grader.exporters.text import feedback_text
+from grader.grades import (
+    graded_in,
+    iter_reports,
+    mixed_labs,
+    previous_report,
+    save_student,
+    write_class_files,
+)
 from grader.hidden import grading_key
 from grader.labs import LAB_FILES, get_lab
 from grader.layouts import Found, discover
@@ -40,14 +44,9 @@ from grader.models import Report, add_phases
 from grader.sandbox import Sandbox
 from grader.sandbox.limits import held_slot, release_freed_memory
 from grader.sandbox.runner import BATCH_PRELOAD
-from grader.student_files import file_stem, folder_digest, one_line
+from grader.student_files import folder_digest, one_line
 from grader.submission import Submission, SubmissionError, load_submission
-from grader.summary import ClassSummary, Standing, standing, summarize, summary_text
-from grader.views import View
-
-REPORTS = "reports"
-FEEDBACK = "feedback"
-REPORT_FILE = "report.html"  # the class report page (exporters/html_report.py)
+from grader.summary import ClassSummary, standing
 
 
 @dataclass(frozen=True)
@@ -91,46 +90,6 @@ def submission_hash(source: str, *, lab: str, options: CheckOptions, folder: str
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-def report_path(out: Path, student: str) -> Path:
-    """Where `student`'s report is: one file per exact name (student_files.file_stem)."""
-    return out / REPORTS / f"{file_stem(student)}.json"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file, then rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-
-
-def iter_reports(out: Path) -> Iterator[Report]:
-    """The reports on disk, one at a time (unreadable ones skipped, and a report filed under
-    another name than its student's where that student's own file exists: a leftover)."""
-    for path in sorted((out / REPORTS).glob("*.json")):
-        try:
-            report = Report.model_validate_json(path.read_text(encoding="utf-8"))
-        except (ValueError, OSError):
-            continue
-        own = report_path(out, report.student)
-        if path.name == own.name or not own.exists():
-            yield report
-
-
-def load_reports(out: Path) -> list[Report]:
-    return list(iter_reports(out))
-
-
-def _previous(out: Path, student: str) -> Report | None:
-    """The report written for exactly this student, if any."""
-    try:
-        report = Report.model_validate_json(report_path(out, student).read_text(
-            encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return report if report.student == student else None
 
 
 def _read(found: Found, filename: str) -> Submission | str:
@@ -235,7 +194,7 @@ def prepare(found: Found, options: BatchOptions) -> tuple[Report, bool] | Pendin
                               options), False
     digest = submission_hash(submission.source, lab=options.lab, options=options.check,
                              folder=folder)
-    previous = _previous(options.out, found.student)
+    previous = previous_report(options.out, found.student)
     if not options.force and previous is not None and previous.submission_hash == digest:
         return previous, True
     return Pending(found, submission, digest)
@@ -270,98 +229,6 @@ def _grade_one(found: Found, options: BatchOptions, workers: _Workers) -> tuple[
     return stamped(report, found, pending.digest), False
 
 
-def _save(report: Report, options: BatchOptions, *, reused: bool) -> None:
-    """The report (unless reused from disk) and the student's feedback, always rewritten: a
-    re-run with `--release` shows hidden results without regrading."""
-    if not reused:
-        write_atomically(report_path(options.out, report.student),
-                         report.model_dump_json(indent=2))
-    write_atomically(options.out / FEEDBACK / f"{file_stem(report.student)}.txt",
-                     feedback_text(report, lang=options.check.lang,
-                                   view=View(release=options.release)))
-
-
-def write_class_files(options: BatchOptions, standings: list[Standing]) -> ClassSummary:
-    """Gradebook, summary and the class report page, rebuilt from the reports on disk."""
-    functions = list(get_lab(options.lab).functions)
-    write_atomically(options.out / "gradebook.csv",
-                     gradebook_csv(standings, functions=functions))
-    summary = summarize(standings)
-    write_atomically(options.out / "summary.txt", summary_text(summary))
-    write_atomically(options.out / "summary.json", json.dumps(
-        {"students": summary.students, "graded": summary.graded,
-         "not_imported": summary.not_imported, "not_gradable": summary.not_gradable,
-         "mean_percent": summary.mean_percent, "median_percent": summary.median_percent,
-         "distribution": summary.distribution,
-         "most_failed": [vars(f) for f in summary.most_failed],
-         "flagged": [{"student": student, "findings": findings}
-                     for student, findings in summary.flagged]}, indent=2))
-    write_class_report(options.out, lab=options.lab, lang=options.check.lang,
-                       students=[s.student for s in standings])
-    return summary
-
-
-def write_class_report(out: Path, *, lab: str, lang: str = "en",
-                       students: Iterable[str] | None = None) -> Path:
-    """Write OUT/report.html from the reports in OUT/reports (as `grade` wrote them; only
-    those of `students` where given, as the gradebook), at once or not at all: a browser open
-    on the old page never reads half a new one. One report in memory at a time."""
-    if not out.is_dir():
-        raise UsageError(f"{out}: no such folder; run `inplace-grader grade SUBMISSIONS "
-                         f"--lab {lab} --out {out}` first")
-    wanted = None if students is None else set(students)
-
-    def of_this_lab() -> Iterator[Report]:
-        for report in iter_reports(out):
-            if report.lab != lab:  # nothing is written: the page is whole or not at all
-                raise UsageError(mixed_labs(out, {lab, report.lab}))
-            if wanted is None or report.student in wanted:
-                yield report
-
-    from grader.exporters.html_report import class_report_html  # matplotlib: loaded here only
-
-    path = out / REPORT_FILE
-    write_atomically(path, class_report_html(of_this_lab(), lab=lab, lang=lang))
-    return path
-
-
-def gradebook_students(out: Path) -> list[str] | None:
-    """The students of OUT/gradebook.csv (the last run's class), or None where there is none:
-    `inplace-grader report` shows the class the gradebook shows, not every report on disk."""
-    try:
-        with (out / "gradebook.csv").open(encoding="utf-8", newline="") as handle:
-            return [row["student"] for row in csv.DictReader(handle) if row.get("student")]
-    except (OSError, KeyError, csv.Error):
-        return None
-
-
-def labs_in(out: Path) -> set[str]:
-    """The labs of the reports already in an --out folder (unreadable reports skipped)."""
-    return {lab for lab, _ in _graded_in(out)}
-
-
-def _graded_in(out: Path) -> set[tuple[str, bool]]:
-    """(lab, whether graded with hidden cases) of each report already in an --out folder."""
-    found = set()
-    for path in (out / REPORTS).glob("*.json"):
-        try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-            lab = report.get("lab")
-            hidden = any(isinstance(c, dict) and c.get("hidden") is True
-                         for c in report.get("checks") or [])
-        except (OSError, ValueError, AttributeError, TypeError):
-            continue
-        if isinstance(lab, str):
-            found.add((lab, hidden))
-    return found
-
-
-def mixed_labs(folder: Path, labs: set[str]) -> str:
-    """What `grade` and `export` say of a folder holding reports of more than one lab."""
-    return (f"{folder}: reports of several labs ({', '.join(sorted(labs))}); grade each lab "
-            "into its own --out folder")
-
-
 def check_out_folder(options: BatchOptions) -> None:
     """Raise UsageError where --out cannot be written, holds another lab's reports (grading
     into it would overwrite those students' reports and feedback with this lab's), or holds
@@ -375,7 +242,7 @@ def check_out_folder(options: BatchOptions) -> None:
     except OSError as exc:
         raise UsageError(f"--output {out}: cannot write there ({exc.strerror or exc}); choose "
                          "a folder you can write") from None
-    graded = _graded_in(out)
+    graded = graded_in(out)
     labs = {lab for lab, _ in graded}
     if labs - {options.lab}:
         raise UsageError(mixed_labs(out, labs | {options.lab}))
@@ -420,7 +287,8 @@ def grade_class(submissions: Path, *, options: BatchOptions,
             if index % 64 == 0:
                 release_freed_memory()  # memory stays flat: the report lives on disk now
             writing = time.monotonic()
-            _save(report, options, reused=reused)
+            save_student(options.out, report, lang=options.check.lang, release=options.release,
+                         reused=reused)
             if not reused:
                 add_phases(result.phases, {**report.phases,
                                            "write": time.monotonic() - writing})
@@ -445,8 +313,9 @@ def _rebuild_class_files(options: BatchOptions, students: list[Found]) -> ClassS
     wanted = {s.student for s in students}
     on_disk = {s.student: s for s in map(standing, iter_reports(options.out))
                if s.student in wanted}
-    return write_class_files(options, [on_disk[s.student] for s in students
-                                       if s.student in on_disk])
+    return write_class_files(options.out, [on_disk[s.student] for s in students
+                                           if s.student in on_disk],
+                             lab=options.lab, lang=options.check.lang)
 
 
 def _graded_here(students: list[Found], options: BatchOptions, result: BatchResult

@@ -314,7 +314,7 @@ def report(grades_dir: Path, lang: str | None) -> None:
     """Rebuild GRADES_DIR/report.html, the class report page, from the reports that `grade`
     wrote there (for instance in another language)."""
     from grader import feedback
-    from grader.batch import REPORTS, gradebook_students, labs_in, mixed_labs, write_class_report
+    from grader.grades import REPORTS, gradebook_students, labs_in, mixed_labs, write_class_report
 
     if not (grades_dir / REPORTS).is_dir():
         _usage_error(f"{grades_dir}: no {REPORTS}/ folder; pass the --out folder of "
@@ -352,8 +352,8 @@ def export(grades_dir: Path, target: str, assignment: str | None, assignment_id:
     `grade`. Students who could not be graded are left out (their LMS grade stays) unless
     --zero-missing."""
     from grader import feedback
-    from grader.batch import REPORTS, iter_reports, mixed_labs, write_atomically
     from grader.exporters.lms_csv import canvas_csv, moodle_csv
+    from grader.grades import REPORTS, iter_reports, mixed_labs, write_atomically
     from grader.roster import read_roster
     from grader.views import STUDENT
 

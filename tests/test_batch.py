@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.batch import BatchOptions, Pending, grade_class, load_reports, prepare
+from grader.batch import BatchOptions, Pending, grade_class, prepare
 from grader.engine import CheckOptions
+from grader.grades import load_reports
 from grader.layouts import discover
 from grader.models import Limits, Report
 from tests.conftest import full_marks

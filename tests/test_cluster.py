@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import BatchOptions, grade_class, load_reports
+from grader.batch import BatchOptions, grade_class
 from grader.engine import CheckOptions
 from grader.errors import UsageError
+from grader.grades import load_reports
 from grader.models import Limits
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")

@@ -33,8 +33,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import BatchOptions, grade_class, load_reports
+from grader.batch import BatchOptions, grade_class
 from grader.engine import CheckOptions, check_submission
+from grader.grades import load_reports
 from grader.models import Limits, Report
 from grader.sandbox import Sandbox
 

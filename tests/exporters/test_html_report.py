@@ -16,7 +16,6 @@ import pytest
 from PIL import Image
 
 from grader import feedback
-from grader.batch import REPORTS, write_class_report
 from grader.engine import CheckOptions, check_submission
 from grader.errors import UsageError
 from grader.exporters.html_report import (
@@ -24,6 +23,7 @@ from grader.exporters.html_report import (
     class_report_html,
     masked,
 )
+from grader.grades import REPORTS, write_class_report
 from grader.hidden import load_hidden_file
 from grader.models import CheckResult, Report
 from grader.sandbox import Sandbox
@@ -316,7 +316,7 @@ def test_each_student_links_to_their_feedback_and_shows_points_per_function(tmp_
     """The link is the file `grade` wrote for that exact name, relative to the page."""
     from urllib.parse import unquote
 
-    from grader.batch import FEEDBACK, write_class_report
+    from grader.grades import FEEDBACK, write_class_report
     from grader.student_files import file_stem
 
     out = tmp_path / "out"

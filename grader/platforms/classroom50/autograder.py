@@ -34,8 +34,8 @@ def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
         limits: Limits | None = None) -> Report:
     """Grade the checkout into result.json and release-body.md; never raises for the
     submission's sake."""
-    from grader.batch import write_atomically
     from grader.engine import CheckOptions, error_report, grade_upload
+    from grader.grades import write_atomically
 
     options = CheckOptions(device="auto", lang=lang, limits=limits or Limits())
     try:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import BatchOptions, grade_class, load_reports
+from grader.batch import BatchOptions, grade_class
+from grader.grades import load_reports
 from grader.engine import CheckOptions, grade_upload
 from grader.models import Limits
 from grader.student_files import display_name
