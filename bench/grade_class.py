@@ -94,9 +94,14 @@ def main() -> None:
     args = parser.parse_args()
     sources = args.sources or ROOT / "tests" / "submissions" / args.lab
 
-    from grader.batch import BatchOptions, grade_class
+    from grader.batch import BatchOptions, Executor, LocalExecutor, grade_class
     from grader.engine import CheckOptions
 
+    executor: Executor = LocalExecutor()
+    if args.cluster:
+        from grader.batch.cluster import ClusterExecutor
+
+        executor = ClusterExecutor(args.cluster)
     import_s = bare_import_s()
     with tempfile.TemporaryDirectory() as tmp:
         subs, out = Path(tmp) / "subs", Path(tmp) / "out"
@@ -119,8 +124,8 @@ def main() -> None:
         sandbox_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         result = grade_class(subs, options=BatchOptions(
-            lab=args.lab, out=out, workers=args.workers, cluster=args.cluster,
-            check=CheckOptions(device="cpu", lang="en")), on_progress=record)
+            lab=args.lab, out=out, workers=args.workers,
+            check=CheckOptions(device="cpu", lang="en")), executor=executor, on_progress=record)
         wall = time.perf_counter() - started
         end_rss = rss_mib()
         # The workers have exited by now: their CPU (and their children's) is accounted.

@@ -247,7 +247,14 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     nbgrader course (submitted/<student>/<assignment>/)."""
     import os
 
-    from grader.batch import BatchOptions, check_instructor_files, grade_class, iter_failures
+    from grader.batch import (
+        BatchOptions,
+        Executor,
+        LocalExecutor,
+        check_instructor_files,
+        grade_class,
+        iter_failures,
+    )
     from grader.hidden import released
     from grader.labs import check_lab_name
     from grader.models import Report
@@ -257,17 +264,18 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
     if not submissions.is_dir():
         _usage_error(f"{submissions}: not a folder of submissions")
     check_lab_name(lab)  # a UsageError: one line, exit 2 (GraderGroup.main)
+    executor: Executor = LocalExecutor()
     if cluster:
-        from grader.cluster import parse_address  # Dask: a UsageError where it is missing
+        from grader.batch.cluster import ClusterExecutor  # Dask: a UsageError where missing
 
-        parse_address(cluster)
+        executor = ClusterExecutor(cluster)
     hidden = _load_hidden(hidden_path)
     check = check_options(device=device, lang=lang, timeout=timeout, memory_mib=memory_mib,
                           rubric_path=rubric_path, hidden=hidden, integrity=integrity)
     lang = check.lang
     options = BatchOptions(lab=lab, out=out, workers=workers or os.cpu_count() or 1,
                            force=force, release=released(hidden, release_flag=release),
-                           check=check, cluster=cluster)
+                           check=check)
     if quiet and verbose:
         _usage_error("-q and -v ask for less and more at once; pass one of them")
     check_instructor_files(options)
@@ -281,12 +289,12 @@ def grade(submissions: Path, lab: str, out: Path, workers: int | None, device: s
 
     try:
         if quiet or verbose:
-            result = grade_class(submissions, options=options,
+            result = grade_class(submissions, options=options, executor=executor,
                                  on_progress=each if verbose else None)
         else:
             with progress_bar(console, lang=lang) as bar:
-                result = grade_class(submissions, options=options, on_start=bar.start,
-                                     on_progress=bar.advance)
+                result = grade_class(submissions, options=options, executor=executor,
+                                     on_start=bar.start, on_progress=bar.advance)
     except KeyboardInterrupt:
         console.print(f"interrupted: every report graded so far is kept in {out}; "
                       "run the same command again to resume")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from grader import __version__, feedback
+from grader.checks.evidence import Evidence
 from grader.checks.findings import Finding, Phrase, fail
 from grader.errors import UsageError
 from grader.hidden import (
@@ -37,7 +38,7 @@ from grader.import_failure import (
     tampered,
 )
 from grader.labs import LAB_FILES, check_lab_name, get_lab, infer_lab_name, lab_rubric
-from grader.labs.base import CheckSpec, Evidence, Lab
+from grader.labs.base import CheckSpec, Lab
 from grader.models import (
     CheckResult,
     Limits,

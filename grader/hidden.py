@@ -147,7 +147,7 @@ _RAISED = {"type": "NotImplementedError", "bases": ["NotImplementedError", "Runt
 def judging_checks(lab: Any, function: str, case: Case) -> tuple[str, ...]:
     """The ids of the function's checks that fail when the function raises on `case` alone:
     the checks that judge it."""
-    from grader.labs.base import Evidence
+    from grader.checks.evidence import Evidence
 
     def fails(check: Any, plan: tuple[Case, ...]) -> bool:
         evidence = Evidence(api={}, static_policy=[], policy_calls=[], plan=plan,
@@ -205,7 +205,7 @@ def _resolve_case(lab: Any, entry: HiddenCase, where: str) -> HiddenVariant:
             raise HiddenFileError(f"{where}: set.{key}: expected a value like "
                                   f"{settable[key]!r}, got {value!r}")
     judged = {**base, **entry.set}
-    from grader.labs.dtypes import DTYPES  # torch: the lab is loaded by now
+    from grader.checks.dtypes import DTYPES  # torch: the lab is loaded by now
 
     if "dtype" in entry.set and entry.set["dtype"] not in DTYPES:
         raise HiddenFileError(f"{where}: set.dtype: unknown dtype {entry.set['dtype']!r}; "

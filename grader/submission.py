@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader import feedback
 from grader.errors import UsageError
-from grader.platforms.nbgrader.cells import is_autograder_test, is_grader_cell
+from grader.notebook_cells import is_autograder_test, is_grader_cell
 from grader.student_files import NotAFileError, one_line, read_bytes
 
 

@@ -15,16 +15,18 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from grader.batch import BatchOptions, grade_class
+from grader.batch import BatchOptions, BatchResult, grade_class
 from grader.engine import CheckOptions
 from grader.errors import UsageError
 from grader.grades import load_reports
 from grader.models import Limits
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
+from grader.batch.cluster import ClusterExecutor  # noqa: E402  (Dask is there)
 
 KNOWN = Path(__file__).parent / "submissions" / "optim"
 # Known mistakes and correct idioms, a folder submission with a helper module of its own,
@@ -49,9 +51,16 @@ def a_class(folder: Path, copies: int = 1) -> Path:
     return folder
 
 
-def options(out: Path, cluster: str = "", workers: int = 2, device: str = "cpu") -> BatchOptions:
+def options(out: Path, workers: int = 2, device: str = "cpu") -> BatchOptions:
     check = CheckOptions(device=device, lang="en", limits=Limits(timeout_s=20))
-    return BatchOptions(lab="optim", out=out, workers=workers, check=check, cluster=cluster)
+    return BatchOptions(lab="optim", out=out, workers=workers, check=check)
+
+
+def on_cluster(subs: Path, out: Path, address: str, device: str = "cpu",
+               **kwargs: Any) -> BatchResult:
+    """`grade` with --cluster ADDRESS, as the CLI runs it: the cluster executor."""
+    return grade_class(subs, options=options(out, device=device),
+                       executor=ClusterExecutor(address), **kwargs)
 
 
 def gradebook(out: Path) -> list[dict[str, str]]:
@@ -74,7 +83,7 @@ def test_a_local_cluster_grades_the_class_as_a_local_grade_does(tmp_path: Path) 
                                    '"source": 42}]}')
     (subs / "mallory.py").symlink_to("Mary Ann.py")
     grade_class(subs, options=options(tmp_path / "here"))
-    result = grade_class(subs, options=options(tmp_path / "there", cluster="local:2"))
+    result = on_cluster(subs, tmp_path / "there", "local:2")
     assert result.cluster_workers == 2
     assert gradebook(tmp_path / "there") == gradebook(tmp_path / "here")
     assert verdicts(tmp_path / "there") == verdicts(tmp_path / "here")
@@ -105,7 +114,7 @@ def test_a_local_cluster_listens_on_loopback_only_and_serves_no_page() -> None:
 
     import dask
 
-    from grader.cluster import connect
+    from grader.batch.cluster import connect
 
     before = listening()
     with connect("local:2", workers=2) as client:
@@ -194,8 +203,8 @@ def test_a_class_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
     grade_class(subs, options=options(tmp_path / "here"))
     with scheduler_and_workers(tmp_path, [[], []]) as hand:
         seen: list[str] = []
-        result = grade_class(subs, options=options(tmp_path / "there", cluster=hand.address),
-                             on_progress=kill_after(3, hand.workers[0], seen))
+        result = on_cluster(subs, tmp_path / "there", hand.address,
+                            on_progress=kill_after(3, hand.workers[0], seen))
         assert hand.workers[0].wait(timeout=10) == -signal.SIGKILL
     assert len(seen) == len(set(seen)) == result.students  # each report once
     assert not result.errors
@@ -212,13 +221,12 @@ def test_cuda_checks_go_only_to_a_worker_that_declares_a_gpu(tmp_path: Path) -> 
         with distributed.Client(address, timeout="10s") as client:
             gpu = [a for a, info in client.scheduler_info()["workers"].items()
                    if info["resources"].get("GPU")]
-        grade_class(subs, options=options(tmp_path / "auto", cluster=address, device="auto"))
+        on_cluster(subs, tmp_path / "auto", address, device="auto")
     assert {report.graded_on for report in load_reports(tmp_path / "auto")
             if not report.error} == set(gpu)
     with scheduler_and_workers(tmp_path / "cpu-only", [[]]) as hand, \
             pytest.raises(UsageError, match="declares a GPU"):
-        grade_class(subs, options=options(tmp_path / "cuda", cluster=hand.address,
-                                          device="cuda"))
+        on_cluster(subs, tmp_path / "cuda", hand.address, device="cuda")
 
 
 def test_without_cluster_nothing_of_dask_is_imported(tmp_path: Path) -> None:
@@ -262,7 +270,7 @@ def test_no_scheduler_at_the_address_is_one_line(tmp_path: Path) -> None:
 class EndsWorkerOn(distributed.WorkerPlugin):
     """Test-only: the worker process ends (as the out-of-memory killer would end it) each
     time it starts grading the submission whose hash begins with `digest` (its task key
-    names it: cluster._graded)."""
+    names it: batch/cluster.py _graded)."""
 
     def __init__(self, digest: str) -> None:
         self.digest = digest
@@ -293,8 +301,7 @@ def test_a_submission_that_keeps_ending_its_worker_is_an_error_row(tmp_path: Pat
                                      dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         client.register_plugin(EndsWorkerOn(digest), name="ends-worker")
-        result = grade_class(subs, options=options(tmp_path / "out",
-                                                   cluster=cluster.scheduler_address))
+        result = on_cluster(subs, tmp_path / "out", cluster.scheduler_address)
     errors = dict(result.errors)
     assert set(errors) == {"doomed"}
     assert "the grading worker ended while grading it" in errors["doomed"]
@@ -307,7 +314,7 @@ def test_a_run_whose_gpu_workers_all_left_stops_with_what_it_graded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Dask would wait forever for a worker with the resource; the run stops in one line
     instead, keeping every report, and the same command resumes."""
-    from grader import cluster
+    from grader.batch import cluster
 
     monkeypatch.setattr(cluster, "STALL_S", 2.0)
     monkeypatch.setattr(cluster, "POLL_S", 0.5)
@@ -315,9 +322,8 @@ def test_a_run_whose_gpu_workers_all_left_stops_with_what_it_graded(
     with scheduler_and_workers(tmp_path, [["--resources", "GPU=1"], []]) as hand:
         graded: list[str] = []
         with pytest.raises(UsageError, match="a GPU worker is needed"):
-            grade_class(subs, options=options(tmp_path / "out", cluster=hand.address,
-                                              device="auto"),
-                        on_progress=kill_after(1, hand.workers[0], graded))
+            on_cluster(subs, tmp_path / "out", hand.address, device="auto",
+                       on_progress=kill_after(1, hand.workers[0], graded))
     kept = {report.student for report in load_reports(tmp_path / "out")}
     assert set(graded) <= kept and len(kept) < len(list(subs.iterdir()))
     assert {row["student"] for row in gradebook(tmp_path / "out")} == kept
@@ -325,7 +331,7 @@ def test_a_run_whose_gpu_workers_all_left_stops_with_what_it_graded(
 
 def test_a_lost_scheduler_stops_the_run_in_one_line_keeping_what_was_graded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader import cluster
+    from grader.batch import cluster
 
     monkeypatch.setattr(cluster, "STALL_S", 10.0)
     monkeypatch.setattr(cluster, "POLL_S", 0.5)
@@ -334,8 +340,8 @@ def test_a_lost_scheduler_stops_the_run_in_one_line_keeping_what_was_graded(
         graded: list[str] = []
         started = time.monotonic()
         with pytest.raises(UsageError, match=r"lost the scheduler|no worker could take"):
-            grade_class(subs, options=options(tmp_path / "out", cluster=hand.address),
-                        on_progress=kill_after(1, hand.scheduler, graded))
+            on_cluster(subs, tmp_path / "out", hand.address,
+                       on_progress=kill_after(1, hand.scheduler, graded))
         assert time.monotonic() - started < 120
     kept = {report.student for report in load_reports(tmp_path / "out")}
     assert set(graded) <= kept and len(kept) < len(list(subs.iterdir()))

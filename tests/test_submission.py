@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grader.engine import CheckOptions, check_submission
-from grader.platforms.nbgrader.cells import is_autograder_test
+from grader.notebook_cells import is_autograder_test
 from grader.student_files import MESSAGE_CHARS
 from grader.submission import (
     PYTHON_CELL_MAGICS,

@@ -16,10 +16,10 @@ from typing import Any
 import torch
 
 from grader.checks.errors import error_finding
+from grader.checks.evidence import Case, Evidence
 from grader.checks.findings import PASS, Finding, fail
 from grader.checks.numerics import mismatch, tolerance
 from grader.checks.tensors import same_values
-from grader.labs.base import Case, Evidence
 
 Selector = Callable[[Case], bool]
 Rule = Callable[[Case, dict[str, Any]], Finding | None]

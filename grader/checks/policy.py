@@ -16,6 +16,7 @@ import ast
 import functools
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from grader.checks.findings import PASS, Finding, fail
@@ -46,9 +47,9 @@ class CallRecorder:
         return isinstance(module_name, str) and (
             module_name == self.package or module_name.startswith(self.package + "."))
 
-    def install(self) -> None:
-        from grader.sandbox.audit import keep_originals  # the child's side, in the zygote
-
+    def install(self, keep_originals: Callable[..., None]) -> None:
+        """Wrap the package's callables; `keep_originals` (sandbox/audit.py, passed in by the
+        probes that run in the zygote) holds the originals where no wrapper can reach them."""
         originals: dict[str, Any] = {}
         wrappers: dict[int, Any] = {}  # id(original) -> its one wrapper
         for module_name, module in list(sys.modules.items()):

@@ -10,6 +10,7 @@ from functools import cache, wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
+from grader.checks.evidence import Case, Evidence
 from grader.checks.findings import Finding, Phrase
 from grader.models import CheckKind, Rubric
 
@@ -19,30 +20,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 
-Case = dict[str, Any]
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """Everything a judge may look at for one function (and one device for per-device checks).
-
-    `plan` is the cases this judgement covers and `cases` their observations by case id. Judges
-    read the plan, never their lab's case table: the same judge then grades an instructor's
-    hidden case, given a plan holding only that case.
-    """
-
-    api: dict[str, Any]
-    static_policy: list[str]
-    policy_calls: list[str]
-    cases: dict[str, Any] = field(default_factory=dict)
-    plan: tuple[Case, ...] = ()
-
-    def planned(self, predicate: Callable[[Case], bool] = lambda case: True) -> list[Case]:
-        return [case for case in self.plan if predicate(case)]
-
-    def planned_ids(self, predicate: Callable[[Case], bool] = lambda case: True) -> list[str]:
-        return [case["id"] for case in self.plan if predicate(case)]
 
 
 def case_key(case: Case) -> str:

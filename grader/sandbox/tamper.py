@@ -3,7 +3,7 @@ testing helpers, builtins, the modules the child's own record writing goes throu
 struct, ctypes, sys, ...), the import system's loaders (which decide what code is trusted,
 audit.py), the grader's own modules loaded in the child and their classes (its probes, meters,
 guards, recorders and record writer), torch.optim's modules and classes, and the torch
-functions the probes call (grader/labs/probing.py PROBE_CAPTURES) with their modules.
+functions the probes call (grader/sandbox/probing.py PROBE_CAPTURES) with their modules.
 
 Namespaces are not all: a function object can stay the same while its `__code__`,
 `__defaults__`, `__kwdefaults__`, a closure cell or its `__dict__` is replaced (issue 26: a
@@ -80,7 +80,7 @@ def watched() -> dict[str, Any]:
     import torch.nn.functional
     import torch.testing
 
-    from grader.labs import probing
+    from grader.sandbox import probing
 
     packages = {name: module for name, module in list(sys.modules.items())
                 if module is not None and name.startswith(WATCHED_PACKAGES)

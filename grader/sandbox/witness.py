@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from grader.labs.dtypes import DTYPES
+from grader.checks.dtypes import DTYPES
 
 ALIGN = 64
 Spec = tuple[str, tuple[int, ...]]  # (dtype name, shape) of one witnessed tensor

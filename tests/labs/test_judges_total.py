@@ -22,9 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import grader.labs
+from grader.checks.dtypes import DTYPES
+from grader.checks.evidence import Evidence
 from grader.labs import get_lab
-from grader.labs.base import Evidence, Lab
-from grader.labs.dtypes import DTYPES
+from grader.labs.base import Lab
 from grader.labs.records import MalformedRecord, checked
 
 LABS = sorted(grader.labs.LAB_FILES)

@@ -1,5 +1,5 @@
 """Issue 26, weakness 5: a probe calls into torch after the submission's import only through
-references it took before (grader/labs/probing.py PROBE_CAPTURES), so a submission that
+references it took before (grader/sandbox/probing.py PROBE_CAPTURES), so a submission that
 rebinds a name in a namespace the tamper watch does not cover (torch.autograd, say) changes
 nothing the probes do.
 
@@ -23,9 +23,8 @@ import torch
 
 import grader.labs
 from grader.engine import CheckOptions, check_submission
-from grader.labs import probing
 from grader.models import Limits, Report
-from grader.sandbox import Sandbox, tamper
+from grader.sandbox import Sandbox, probing, tamper
 
 ROOT = Path(__file__).resolve().parents[2]
 UNFIXED = ROOT / "tests" / "submissions" / "autograd" / "fixed_block_is_buggy.py"
@@ -94,7 +93,7 @@ def _probe_modules() -> list[types.ModuleType]:
     """Every lab's probes, and the helpers of grader.labs they share (what the zygote imports
     before any submission)."""
     names = [f"grader.labs.{lab}.probes" for lab in sorted(grader.labs.LAB_FILES)]
-    return [importlib.import_module(name) for name in [*names, "grader.labs.probing"]]
+    return [importlib.import_module(name) for name in [*names, "grader.sandbox.probing"]]
 
 
 def _helpers() -> list[tuple[types.ModuleType, object]]:

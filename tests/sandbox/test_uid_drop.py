@@ -78,9 +78,9 @@ def test_batch_workers_each_drop_to_a_uid_of_their_own() -> None:
     may one student's code signal another's (same uid: the kernel would let it)."""
     import threading
 
-    from grader.batch import _Workers
+    from grader.batch.local import Workers
 
-    workers = _Workers("optim")
+    workers = Workers("optim")
     pairs: list[tuple[int, int]] = []
 
     def twice() -> None:

@@ -22,7 +22,9 @@ from grader.checks.core import (
     unless_computing,
     version_advanced,
 )
+from grader.checks.dtypes import DTYPES
 from grader.checks.errors import error_finding
+from grader.checks.evidence import Evidence
 from grader.checks.findings import Finding, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
@@ -41,8 +43,7 @@ from grader.labs.autograd.plan import (
     lab_cases,
 )
 from grader.labs.autograd.records import record_type
-from grader.labs.base import CheckSpec, Evidence, Lab, signature_judge
-from grader.labs.dtypes import DTYPES
+from grader.labs.base import CheckSpec, Lab, signature_judge
 
 
 def _group(name: str) -> Selector:

@@ -13,9 +13,9 @@ from grader.checks.allocation import AllocationTracker, warm_up_meters
 from grader.checks.api import describe_module
 from grader.labs.autograd.inputs import Case, build_start, build_value, draw, loss_weights
 from grader.labs.autograd.inputs import witnessed as witnessed
-from grader.labs.probing import backward, gradcheck, no_grad, run_cases
 from grader.sandbox.child import call_student
 from grader.sandbox.outside_meter import NO_METER, OutsideMeter
+from grader.sandbox.probing import backward, gradcheck, no_grad, run_cases
 from grader.sandbox.witness import NO_ARENA, Arena
 
 LAB_NAMES = ["update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias"]

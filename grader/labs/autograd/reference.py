@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from grader.checks.dtypes import DTYPES
 from grader.labs.autograd.inputs import (
     NONLEAF_SCALE,
     Case,
@@ -16,7 +17,6 @@ from grader.labs.autograd.inputs import (
     loss_weights,
 )
 from grader.labs.base import cached_by_content
-from grader.labs.dtypes import DTYPES
 
 
 def start_values(case: Case) -> torch.Tensor:

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
+from grader.checks.dtypes import DTYPES
 from grader.checks.findings import Phrase, phrase
-from grader.labs.dtypes import DTYPES
 
 Case = dict[str, Any]
 

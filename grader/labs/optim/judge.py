@@ -26,11 +26,12 @@ from grader.checks.core import (
     version_advanced,
 )
 from grader.checks.errors import error_finding
+from grader.checks.evidence import Evidence
 from grader.checks.findings import Finding, fail, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.policy import judge_policy
 from grader.checks.tensors import same_values
-from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
+from grader.labs.base import CheckSpec, Lab, cached_by_content, signature_judge
 from grader.labs.optim import FILENAME, reference
 from grader.labs.optim.inputs import (
     DTYPES,

@@ -29,9 +29,10 @@ from grader.labs.optim.inputs import (
     step_grads,
 )
 from grader.labs.optim.inputs import witnessed as witnessed
-from grader.labs.probing import no_grad, run_cases
+from grader.sandbox.audit import keep_originals
 from grader.sandbox.child import call_student
 from grader.sandbox.outside_meter import NO_METER, OutsideMeter
+from grader.sandbox.probing import no_grad, run_cases
 from grader.sandbox.witness import NO_ARENA, Arena
 
 LAB_NAMES = ["zero_grad", "sgd_step", "SGD", "Adam"]
@@ -45,7 +46,7 @@ def warm_up() -> None:
     """Runs once in the zygote, so every child inherits it: the meters' one-time start-up, and
     torch.optim's callables wrapped to record calls (8 ms a child when done per child)."""
     warm_up_meters()
-    _recorder.install()
+    _recorder.install(keep_originals)
     _draw_every_case()
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from grader.labs.dtypes import DTYPES
+from grader.checks.dtypes import DTYPES
 
 Case = dict[str, Any]
 

@@ -18,10 +18,11 @@ from grader.checks.core import (
     unless_computing,
 )
 from grader.checks.errors import error_finding
+from grader.checks.evidence import Evidence
 from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
-from grader.labs.base import CheckSpec, Evidence, Lab, cached_by_content, signature_judge
+from grader.labs.base import CheckSpec, Lab, cached_by_content, signature_judge
 from grader.labs.tensor_ops import FILENAME, reference
 from grader.labs.tensor_ops.inputs import (
     FILLS,
@@ -365,7 +366,7 @@ def _second_arg(function: str) -> str:
 
 def validate_case(case: Case) -> None:
     """Build what judging `case` needs; raise if the case cannot be graded (hidden cases)."""
-    from grader.labs.dtypes import DTYPES
+    from grader.checks.dtypes import DTYPES
     from grader.labs.tensor_ops.inputs import build_base
 
     function = case["function"]

@@ -16,17 +16,6 @@ from grader.checks.allocation import (
     without_dispatch_mode,
 )
 from grader.checks.api import describe_module
-from grader.labs.probing import (
-    backward,
-    cuda_max_memory_allocated,
-    cuda_memory_allocated,
-    cuda_reset_peak_memory_stats,
-    cuda_synchronize,
-    enable_grad,
-    forward_mode,
-    no_grad,
-    run_cases,
-)
 from grader.labs.tensor_ops.inputs import (
     Case,
     build_args,
@@ -38,6 +27,17 @@ from grader.labs.tensor_ops.inputs import (
 from grader.labs.tensor_ops.inputs import witnessed as witnessed
 from grader.sandbox.child import call_student
 from grader.sandbox.outside_meter import NO_METER, OutsideMeter
+from grader.sandbox.probing import (
+    backward,
+    cuda_max_memory_allocated,
+    cuda_memory_allocated,
+    cuda_reset_peak_memory_stats,
+    cuda_synchronize,
+    enable_grad,
+    forward_mode,
+    no_grad,
+    run_cases,
+)
 from grader.sandbox.witness import NO_ARENA, Arena
 
 LAB_NAMES = ["relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_"]

@@ -54,7 +54,7 @@ class HiddenTestsError(RuntimeError):
 def is_instructor_cell(source: str) -> bool:
     """A cell that is the grader's (cells.py), or that holds a hidden-tests region or a
     reference to hidden cases, whatever else it holds: never part of what is graded."""
-    from grader.platforms.nbgrader.cells import is_grader_cell
+    from grader.notebook_cells import is_grader_cell
     from grader.platforms.nbgrader.source import BEGIN_HIDDEN, END_HIDDEN, HIDDEN_REF_PREFIX
 
     return (any(marker in source for marker in (BEGIN_HIDDEN, END_HIDDEN, HIDDEN_REF_PREFIX))

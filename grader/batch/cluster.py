@@ -3,13 +3,14 @@ writes, from workers on other machines (docs/cluster.md).
 
 This process stays the only one that reads submissions and writes files: it reads and hashes
 each submission, reuses a report already on disk, and writes reports, feedback and the
-gradebook exactly as locally (batch.py). A Dask worker only grades: it keeps its sandboxes
+gradebook exactly as locally (batch/__init__.py). A Dask worker only grades: it keeps its sandboxes
 (sandbox/, every layer as locally) for its lifetime (SandboxPlugin) and sends the report back
 as JSON. Dask reschedules the submissions of a worker that died; a submission that took down
 workers as often as the scheduler allows (`distributed.scheduler.allowed-failures`) becomes an
 error row that says so, and the rest of the class is graded.
 
-Only `--cluster` imports this module: Dask is the optional extra `inplace-grader[cluster]`.
+Only `--cluster` imports this module (the CLI picks this executor): Dask is the optional extra
+`inplace-grader[cluster]`.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from grader.batch import BatchOptions, BatchResult, Pending, grading_failed, prepare, stamped
+from grader.batch.options import BatchOptions, BatchResult, Graded
+from grader.batch.prepare import Pending, grading_failed, prepare, stamped
 from grader.engine import CheckOptions, grade_submission, internal_error
 from grader.errors import UsageError
 from grader.layouts import Found
@@ -294,24 +296,31 @@ def _rebuild(folder: Path, files: dict[str, bytes]) -> None:
         target.write_bytes(data)
 
 
-def graded_on_cluster(students: list[Found], options: BatchOptions, result: BatchResult
-                      ) -> Generator[tuple[Report, bool], None, None]:
-    """(report, reused) per student as the cluster finishes them (batch.grade_class). A
-    few submissions per worker are in flight at a time: the client's and the scheduler's
-    memory stay flat however large the class."""
-    run = uuid.uuid4().hex
-    with connect(options.cluster, workers=options.workers) as client:
-        plugin = SandboxPlugin(run)
-        client.register_plugin(plugin, name=plugin.name)
-        try:
-            yield from _graded(client, run, students, options, result)
-        finally:
-            with contextlib.suppress(Exception):  # a lost scheduler: its workers are gone
-                client.unregister_worker_plugin(plugin.name)
+class ClusterExecutor:
+    """Grade on the Dask cluster at `address` (a scheduler's, or local[:N]: parse_address)."""
+
+    def __init__(self, address: str) -> None:
+        parse_address(address)
+        self.address = address
+
+    def graded(self, students: list[Found], options: BatchOptions, result: BatchResult
+               ) -> Graded:
+        """(report, reused) per student as the cluster finishes them (batch.grade_class). A
+        few submissions per worker are in flight at a time: the client's and the
+        scheduler's memory stay flat however large the class."""
+        run = uuid.uuid4().hex
+        with connect(self.address, workers=options.workers) as client:
+            plugin = SandboxPlugin(run)
+            client.register_plugin(plugin, name=plugin.name)
+            try:
+                yield from _graded(client, self.address, run, students, options, result)
+            finally:
+                with contextlib.suppress(Exception):  # a lost scheduler: its workers are gone
+                    client.unregister_worker_plugin(plugin.name)
 
 
-def _graded(client: distributed.Client, run: str, students: list[Found], options: BatchOptions,
-            result: BatchResult) -> Generator[tuple[Report, bool], None, None]:
+def _graded(client: distributed.Client, address: str, run: str, students: list[Found],
+            options: BatchOptions, result: BatchResult) -> Graded:
     workers = _scheduler_workers(client)
     result.cluster_workers = len(workers)
     device, resources = route(options.check.device, gpu_workers(workers))
@@ -336,13 +345,13 @@ def _graded(client: distributed.Client, run: str, students: list[Found], options
                 in_flight[future] = pending
             if not in_flight:
                 return
-            done = _first_done(client, list(in_flight), options)
+            done = _first_done(client, list(in_flight), address)
             if not done:
                 if _can_grade(client, resources):
                     able_since = time.monotonic()
                 elif time.monotonic() - able_since >= STALL_S:
                     raise UsageError(
-                        f"--cluster {options.cluster}: for {STALL_S:.0f} s no worker could take "
+                        f"--cluster {address}: for {STALL_S:.0f} s no worker could take "
                         f"the class ({'a GPU worker is needed' if resources else 'none left'}); "
                         "what was graded is kept: start workers and run the same command")
                 continue
@@ -371,7 +380,7 @@ def _work(run: str, found: Found, options: BatchOptions
 
 
 def _first_done(client: distributed.Client, futures: list[distributed.Future],
-                options: BatchOptions) -> set[distributed.Future]:
+                address: str) -> set[distributed.Future]:
     """The futures done within POLL_S (none: still running, or nowhere to run). UsageError
     where the scheduler is gone: the client cancels every future then."""
     try:
@@ -382,7 +391,7 @@ def _first_done(client: distributed.Client, futures: list[distributed.Future],
         return set()
     except distributed.CancelledError:
         if client.status != "running":
-            raise UsageError(f"--cluster {options.cluster}: lost the scheduler; what was "
+            raise UsageError(f"--cluster {address}: lost the scheduler; what was "
                              "graded is kept: run the same command to resume") from None
         return {future for future in futures if future.done()}
 
