@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grader.checks.findings import Finding, Phrase
+from grader.checks.findings import CheckName, Finding, Phrase
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,8 +61,7 @@ def catalog(lang: str) -> dict[str, Any]:
 
 
 def fill(template: str, params: dict[str, Any], lang: str = "en") -> str:
-    words = {key: _phrase(value, lang) if isinstance(value, Phrase) else value
-             for key, value in params.items()}
+    words = {key: _word(value, lang) for key, value in params.items()}
     try:
         text = string.Formatter().vformat(template, (), _Lenient(words))
         text = re.sub(r"\s+\(\s*\)", "", text)  # an empty fragment's parentheses (` ()`)
@@ -75,6 +74,15 @@ def fill(template: str, params: dict[str, Any], lang: str = "en") -> str:
 def fill_phrase(value: Phrase, lang: str) -> str:
     """A phrase in `lang`, its own phrases filled in."""
     return _phrase(value, lang)
+
+
+def _word(value: Any, lang: str) -> Any:
+    """A value of a finding as the reader reads it: phrases and check names in `lang`."""
+    if isinstance(value, Phrase):
+        return _phrase(value, lang)
+    if isinstance(value, CheckName):
+        return check_name(value.check_id, lang)
+    return value
 
 
 def _phrase(value: Phrase, lang: str) -> str:

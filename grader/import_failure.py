@@ -92,7 +92,8 @@ def import_failure(problem: Finding, submission: Submission, record: dict[str, A
 
 
 # What the child's audit hook and tamper watch said during the import: the file imported,
-# and what it did there is each function's verdict (engine.integrity_finding), not an error.
+# and what it did there is each function's verdict (engine/outcomes.py integrity_finding),
+# not an error.
 INTEGRITY_KEYS = frozenset({"integrity", "tampered", "tensor_subclass"})
 
 

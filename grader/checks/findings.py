@@ -24,6 +24,14 @@ class Phrase:
     params: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class CheckName:
+    """A check named in a finding ("either “keeps storage” or …"), worded as the check's own
+    name in the reader's language: scoring names checks without choosing words."""
+
+    check_id: str
+
+
 def phrase(key: str, **params: Any) -> Phrase:
     return Phrase(key, params)
 

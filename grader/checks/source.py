@@ -112,7 +112,8 @@ def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
 def method_calls(source: Source, names: list[str]) -> dict[str, list[str]]:
     """`Class.method` to the lab functions its body calls by name, for each method of a lab
     class (`SGD.zero_grad` calling `zero_grad(self.params)`): so that a method failing only
-    through a broken function of the same file is told so (engine.calls_into_failures)."""
+    through a broken function of the same file is told so (engine/scoring.py
+    calls_into_failures)."""
     functions = set(names)
     calls: dict[str, list[str]] = {}
     for stmt, _ in source.statements:

@@ -61,7 +61,7 @@ class CheckSpec:
     # Checks of the same function of which one at least must pass for this one's pass to
     # count: a property earns its points only where the function was shown to do something
     # (kept storage means nothing for a function that wrote nothing). See
-    # engine.settle_function.
+    # engine/scoring.py settle_function.
     shown_by: tuple[str, ...] = ()
 
     @property

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.checks.allocation import judge_allocations
-from grader.engine import _measured_outside
+from grader.engine.outcomes import measured_outside
 from grader.sandbox import outside_meter
 from grader.sandbox.outside_meter import (
     CLOSED,
@@ -228,7 +228,7 @@ def test_only_a_full_size_peak_outside_fails(outside: int | None, verdict: str) 
 def test_the_grading_process_hands_each_record_its_own_window() -> None:
     task = TaskSpec(function="sgd_step", device="cpu", cases=[{"id": "a"}, {"id": "b"}])
     observed = {"a": {"outside_windows": [0]}, "b": {"outside_windows": [1]}}
-    assert _measured_outside(task, observed, [4, None]) is None
+    assert measured_outside(task, observed, [4, None]) is None
     assert observed["a"]["outside_peak_bytes"] == 4096
     assert observed["b"]["outside_peak_bytes"] is None
 
@@ -236,6 +236,6 @@ def test_the_grading_process_hands_each_record_its_own_window() -> None:
 def test_a_forged_window_is_an_integrity_finding() -> None:
     task = TaskSpec(function="sgd_step", device="cpu", cases=[{"id": "a"}])
     observed = {"a": {"outside_windows": [0]}}
-    finding = _measured_outside(task, observed, [0, 4096])
+    finding = measured_outside(task, observed, [0, 4096])
     assert finding is not None and finding.key == "integrity"
     assert "outside_peak_bytes" not in observed["a"]

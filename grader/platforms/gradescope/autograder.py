@@ -111,7 +111,8 @@ def load_config(path: Path) -> GradescopeConfig:
 def run(root: Path, config_path: Path) -> Path:
     """Grade `root/submission` into `root/results/results.json`; never raises for the
     submission's or the configuration's sake."""
-    from grader.engine import CheckOptions, UsageError, grade_upload
+    from grader.engine import CheckOptions, grade_upload
+    from grader.errors import UsageError
     from grader.grades import write_atomically
     from grader.hidden import HiddenFileError, load_hidden_file, released
     from grader.labs import LAB_FILES, UnknownLabError
