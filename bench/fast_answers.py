@@ -2,9 +2,9 @@
 
 Each case is timed alternating with a bare torch import (so machine load affects both alike),
 median of N runs each. Cases: an empty file, an oversized file, a file that is not UTF-8, a
-malformed notebook (all told before any worker starts or torch is imported), and for
-comparison a syntax error and a file with none of the lab's names (both still need the
-sandbox: the grading process does not parse a submission, and only the child sees its names).
+malformed notebook, a syntax error, a file with none of the lab's names (all told before any
+worker starts or torch is imported: grader/quick_answers.py), and for comparison a file whose
+names only its import can show (a star import: the sandbox's to tell).
 Usage:
     python bench/fast_answers.py [--n 5]
 """
@@ -34,8 +34,9 @@ def cases(folder: Path) -> dict[str, Path]:
         "oversized": b"x = 1\n" * 200_000,
         "not UTF-8": b"\xff\xfe not text",
         "malformed notebook": b'{"nbformat": 5, "cells": []}',
-        "syntax error (sandbox)": b"def zero_grad(params:\n",
-        "none of the names (sandbox)": b"x = 1\n",
+        "syntax error": b"def zero_grad(params:\n",
+        "none of the names": b"import torch\n\ndef relu_(x):\n    return x.clamp_(min=0)\n",
+        "star import (sandbox)": b"from math import *\n",
     }
     paths = {}
     for index, (name, data) in enumerate(made.items()):

@@ -183,9 +183,9 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
           hidden_path: Path | None, integrity: str, debug: bool, failed_only: bool) -> None:
     """Grade one submission (a .py file, a folder or a notebook)."""
-    from grader.engine import check_submission, error_report
+    from grader.engine import DoesNotImport, check_submission, error_report
     from grader.labs import infer_lab_name
-    from grader.render import render_text
+    from grader.render import print_import_failure, render_text
     from grader.submission import SubmissionError
 
     options = check_options(device=device, lang=lang, timeout=timeout, memory_mib=memory_mib,
@@ -193,7 +193,12 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
                             integrity=integrity)
     lang = options.lang
     try:
-        report = check_submission(submission, lab=lab, options=options, refuse_empty=True)
+        report = check_submission(submission, lab=lab, options=options,
+                                  fast_answers=output_format == "text")
+    except DoesNotImport as exc:  # told without a worker: the block the full report shows
+        console = Console(highlight=False)
+        print_import_failure(console, exc.failure, lang=lang, debug=debug)
+        sys.exit(ExitCode.FAILED)
     except SubmissionError as exc:  # nothing at that path, or unreadable: one line, exit 2
         known = lab or infer_lab_name(submission)
         if output_format != "text" and known is not None:

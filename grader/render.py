@@ -87,6 +87,17 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
         console.print(feedback.ui("debug_hint", lang), style="dim")
 
 
+def print_import_failure(console: Console, failure: ImportFailure, *, lang: str,
+                         debug: bool = False) -> None:
+    """A file that does not parse, told before anything ran: the block a full report shows,
+    and what to do next."""
+    _print_failure(console, failure, lang=lang, debug=debug, count=1)
+    console.print()
+    console.print(feedback.ui("nothing_graded", lang, file=failure.file), style="red")
+    if not debug and failure.debug:
+        console.print(feedback.ui("debug_hint", lang), style="dim")
+
+
 _CODE_SPAN = re.compile(r"`[^`]*`")
 
 

@@ -161,3 +161,13 @@ def test_the_reader_sees_lazy_imports_and_skips_type_checking_ones(tmp_path: Pat
                       "    from grader import cli\n"
                       "def f():\n    from grader.batch import grade_class\n")
     assert imports_of(source, {"grader.cli", "grader.batch"}) == {"grader.batch"}
+
+
+def test_judging_and_scoring_never_word() -> None:
+    """Words come once, at the end: only engine/wording.py (and the report's assembly above
+    it) reads the catalogs; checks, labs, the sandbox and scoring produce findings and points."""
+    wording = {"grader.engine.wording", "grader.engine.api", "grader.engine"}
+    speakers = {module for module, targets in graph().items() if "grader.feedback" in targets
+                and module.startswith(("grader.checks", "grader.labs", "grader.sandbox",
+                                       "grader.engine"))}
+    assert speakers <= wording, speakers - wording

@@ -7,6 +7,7 @@ rows in the student's words, once, at the end (wording.py).
 """
 
 from grader.engine.api import (
+    DoesNotImport,
     check_submission,
     error_report,
     grade_submission,
@@ -25,7 +26,8 @@ from grader.engine.rubric import (
 )
 from grader.engine.scoring import JudgeError
 
-__all__ = ["CheckOptions", "GradingContext", "JudgeError", "check_instructor_input",
-           "check_submission", "effective_rubric", "error_report", "grade_submission",
-           "grade_upload", "hidden_plan", "internal_error", "nothing_to_grade", "overridden",
-           "resolve_devices", "unit_points", "unit_points_split"]
+__all__ = ["CheckOptions", "DoesNotImport", "GradingContext", "JudgeError",
+           "check_instructor_input", "check_submission", "effective_rubric", "error_report",
+           "grade_submission", "grade_upload", "hidden_plan", "internal_error",
+           "nothing_to_grade", "overridden", "resolve_devices", "unit_points",
+           "unit_points_split"]

@@ -19,23 +19,34 @@ from grader.engine.rubric import check_instructor_input
 from grader.engine.scoring import failed_everywhere, judge_submission, skipped_rows
 from grader.engine.wording import worded
 from grader.errors import UsageError
-from grader.import_failure import import_failure, tampered
-from grader.labs import LAB_FILES, check_lab_name, infer_lab_name
-from grader.models import CheckResult, Printed, Report
+from grader.import_failure import import_failure, import_finding, tampered
+from grader.labs import LAB_FILES, check_lab_name, infer_lab_name, lab_functions
+from grader.models import CheckResult, ImportFailure, Printed, Report
+from grader.quick_answers import cannot_define, syntax_error
 from grader.sandbox import Sandbox
 from grader.student_files import folder_problem, is_text
 from grader.submission import Submission, SubmissionError, find_upload, load_submission
 
 
+class DoesNotImport(Exception):
+    """The submission does not parse: told without a worker or torch (quick_answers.py)."""
+
+    def __init__(self, failure: ImportFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
 def check_submission(path: Path, *, lab: str | None = None,
                      options: CheckOptions | None = None,
-                     sandbox: Sandbox | None = None, refuse_empty: bool = False) -> Report:
+                     sandbox: Sandbox | None = None, fast_answers: bool = False) -> Report:
     """Grade one submission (file, folder or notebook) in the sandbox; never runs it here.
 
     Pass a running `sandbox` to grade many submissions with one worker (its labs must include
     this one); otherwise a worker is started and stopped for this submission. With
-    `refuse_empty`, an empty submission raises SubmissionError at once (no worker, no torch:
-    `check` tells it in a fraction of a torch import) instead of returning its error report.
+    `fast_answers`, what needs no sandbox is raised at once, with no worker and no torch (what
+    `check` prints in a fraction of a torch import) instead of returning its report: an empty
+    file or one that certainly defines none of the lab's names as SubmissionError, one that
+    does not parse as DoesNotImport.
     """
     options = options or CheckOptions()
     started = time.monotonic()
@@ -47,10 +58,27 @@ def check_submission(path: Path, *, lab: str | None = None,
                          f"(available: {', '.join(sorted(LAB_FILES))})")
     check_instructor_input(lab_name, options)
     submission = load_submission(path, filename=LAB_FILES[lab_name])
-    if refuse_empty and (why := nothing_to_grade(submission)):  # no worker, no torch
-        raise SubmissionError(f"{submission.path.name} {why}")
+    if fast_answers:
+        quick_answer(submission, lab_name, options)
     return grade_submission(submission, lab=lab_name, options=options, sandbox=sandbox,
                             started=started)
+
+
+def quick_answer(submission: Submission, lab: str, options: CheckOptions) -> None:
+    """Raise what can be told of `submission` without running it (check_submission)."""
+    if why := nothing_to_grade(submission):
+        raise SubmissionError(f"{submission.path.name} {why}")
+    if (error := syntax_error(submission.source)) is not None:
+        failure = import_failure(import_finding(error, submission), submission,
+                                 {"import_error": error}, lang=options.lang)
+        raise DoesNotImport(failure)
+    names = lab_functions(lab)
+    if cannot_define(submission.source, names, submission.search_path):
+        raise SubmissionError(f"{submission.path.name} {defines_none(names)}")
+
+
+def defines_none(names: list[str]) -> str:
+    return f"defines none of the lab's names ({', '.join(names)}): is it the right file?"
 
 
 def nothing_to_grade(submission: Submission) -> str:
@@ -78,8 +106,7 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
     functions = context.lab.functions
     if observed.import_problem is None and observed.job.api is not None and not any(
             observed.job.api["api"].get(name) for name in functions):
-        return _nothing_to_grade(submission, lab, options, "defines none of the lab's names ("
-                                 + ", ".join(functions) + "): is it the right file?")
+        return _nothing_to_grade(submission, lab, options, defines_none(list(functions)))
     rows = judge_submission(context, submission, observed) + skipped_rows(context)
     checks = worded(rows, context.lab, context.lang)
     report = _report(lab, str(submission.path), checks, started)
@@ -167,5 +194,5 @@ def _report(lab: str, submission: str, checks: list[CheckResult], started: float
     )
 
 
-__all__ = ["check_submission", "error_report", "grade_submission", "grade_upload",
+__all__ = ["DoesNotImport", "check_submission", "error_report", "grade_submission", "grade_upload",
            "internal_error", "nothing_to_grade"]
