@@ -25,7 +25,7 @@ from tests.conftest import ROOT
 NAMES = ["zero_grad", "sgd_step", "SGD", "Adam"]
 BROKEN = {
     "unclosed": "def zero_grad(params:\n    pass\n",
-    "indentation": "def zero_grad(params):\n    for p in params:\n        p.grad.zero_()\n  return\n",
+    "indentation": "def zero_grad(params):\n    for p in params:\n        pass\n  return\n",
     "tabs": "def zero_grad(params):\n\tif params:\n        return\n",
     "return outside": "import torch\nreturn 3\n",  # found at compile, not parse
     "nonlocal at top": "nonlocal x\n",
