@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"grader.feedback"},  # the catalogs: words for findings
     {"grader.sandbox"},  # running student code: zygote, children, audit, the probes' toolkit
     {"grader.labs"},  # each lab's plan, inputs, probes (over the sandbox) and judges
-    {"grader.submission", "grader.import_failure", "grader.hidden"},
+    {"grader.submission", "grader.import_failure", "grader.hidden", "grader.quick_answers"},
     {"grader.summary", "grader.views", "grader.render"},
     {"grader.engine"},  # one submission: observe, judge, score, word
     {"grader.exporters", "grader.formats"},
