@@ -4,6 +4,10 @@ reports streamed from disk (as `grade` writes report.html) beside all of them he
 Builds N reports by grading a few known submissions once and copying their reports under new
 student names, then writes report.html both ways, each in a fresh process (peak RSS is a
 process's own). Usage: python bench/class_report.py [--n 1000]
+
+Measured (torch 2.13.0, 1000 optim reports): peak +51 MiB streamed, the libraries included,
+against +166 MiB with every report held at once: why `ClassTally` (grader/exporters/
+html_report.py) takes one report at a time.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """SPEC, command line: 0 every check passed, 1 a check failed, 2 a usage error."""
+    """How a command ends: 0 every check passed, 1 a check failed, 2 a usage error
+    (docs/semantics.md#the-report-and-exit-codes)."""
 
     OK = 0
     FAILED = 1  # a check failed (check), or `stubs --check` found a difference

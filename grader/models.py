@@ -96,7 +96,8 @@ def add_phases(total: dict[str, float], phases: dict[str, float]) -> None:
 
 
 class Report(BaseModel):
-    """The result of grading one submission (SPEC: the JSON report)."""
+    """The result of grading one submission: the JSON report
+    (docs/semantics.md#the-report-and-exit-codes)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -140,7 +141,8 @@ class Report(BaseModel):
     def return_code(self) -> int:
         """`check`'s exit code for this report (grader.errors.ExitCode)."""
         if self.error:
-            return ExitCode.USAGE  # nothing to grade: the user's input, as SPEC has it
+            # Nothing to grade is the user's input (docs/semantics.md#the-report-and-exit-codes).
+            return ExitCode.USAGE
         return ExitCode.OK if self.all_passed else ExitCode.FAILED
 
 

@@ -30,8 +30,8 @@ class SubmissionError(UsageError):
     """The path cannot be graded (missing, unreadable, wrong type): a usage error."""
 
 
-# Checked before anything is parsed: a syntax tree costs a few hundred bytes a node (a megabyte
-# of `x = 1` lines is over 400 MB of them), and an honest lab file is a few kilobytes.
+# Checked before anything is parsed: a syntax tree costs a few hundred bytes a node
+# (docs/sandbox.md#numbers-behind-the-code), and an honest lab file is a few kilobytes.
 SOURCE_LIMIT = 1024**2  # bytes of Python source, from a .py file or a notebook's code cells
 NOTEBOOK_LIMIT = 10 * 1024**2  # bytes of .ipynb (outputs and images included)
 

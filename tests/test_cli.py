@@ -138,7 +138,7 @@ def test_json_stdout_stays_one_object_when_the_submission_prints(make_submission
 
 def test_the_command_line_does_not_import_torch_before_the_worker_starts() -> None:
     """The worker imports torch while the grading process does: importing it first would
-    serialise the two imports (about 1.3 s each here)."""
+    serialise the two imports (docs/sandbox.md#numbers-behind-the-code)."""
     code = ("import sys, grader.cli, grader.engine, grader.labs, grader.batch; "
             "print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -2,10 +2,11 @@
 
 Child side: `AllocationTracker`, a dispatch mode that sees every aten op below autograd and
 records each output whose storage is not one of the op's inputs (a new allocation). Judge side:
-`full_size_temporaries` keeps those at least half as large as the tensor being updated (SPEC: no
+`full_size_temporaries` keeps those at least half as large as the tensor being updated (no
 temporary the size of the input; a reduction-sized one is fine; a bool mask is half-size in
-numel terms and counts, by policy). Measure versions in a separate call: under a dispatch mode
-`_foreach_add_` does not advance the version counter (torch-facts §9).
+numel terms and counts, by policy: docs/semantics.md#allocation-budgets). Measure versions in a
+separate call: under a dispatch mode `_foreach_add_` does not advance the version counter
+(docs/semantics.md#version-counter).
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ class AllocationTracker(TorchDispatchMode):
     def _should_skip_dynamo(cls) -> bool:
         """Leave `__torch_dispatch__` unwrapped: torch's default wraps it in
         `torch._dynamo.disable`, whose first call imports the compiler (torch._dynamo and
-        torch._inductor: about 830 modules, 0.8 s of the zygote's start and memory that every
-        fork then copies). Submissions are graded eagerly; torch.compile is not part of
-        these labs (under the sandbox it has no compiler to run)."""
+        torch._inductor), a cost to the zygote's start and memory that every fork then copies
+        (docs/sandbox.md#numbers-behind-the-code). Submissions are graded eagerly;
+        torch.compile is not part of these labs (under the sandbox it has no compiler to run)."""
         return False
 
     def __init__(self, arguments: Iterable[torch.Tensor | None] = ()) -> None:
@@ -99,8 +100,8 @@ def _event(func: Any, t: torch.Tensor, *, reused: bool) -> dict[str, Any]:
 
 class HostMemoryMeter:
     """Peak Python-heap bytes (tracemalloc) during a call: sees numpy detours, which neither
-    the dispatch mode nor the profiler can (torch-facts §2); torch's own allocations are not
-    counted here, so the two meters do not overlap."""
+    the dispatch mode nor the profiler can (docs/semantics.md#allocation-budgets); torch's own
+    allocations are not counted here, so the two meters do not overlap."""
 
     def __enter__(self) -> HostMemoryMeter:
         self.peak_bytes = 0
@@ -127,9 +128,10 @@ class ProfilerMeter:
     """Peak bytes from the profiler's raw allocator events during a call, and the op that
     allocated at the peak. It sees memory allocated *inside* an op (logsumexp, median), which
     the dispatch mode cannot; `prof.events()` hides those, so the raw kineto records are read
-    (torch-facts §2). It is autograd's profiler, under `torch.profiler.profile`: that wrapper
-    asks `hasattr(torch, "_inductor")`, which imports the compiler (800 modules, 0.8 s and a
-    larger zygote for every fork to copy) to read one setting the meter does not need."""
+    (docs/semantics.md#allocation-budgets). It is autograd's profiler, under
+    `torch.profiler.profile`: that wrapper asks `hasattr(torch, "_inductor")`, which imports
+    the compiler (a larger zygote for every fork to copy) to read one setting the meter does
+    not need (docs/sandbox.md#numbers-behind-the-code)."""
 
     def __enter__(self) -> ProfilerMeter:
         self.peak_bytes = 0
@@ -191,8 +193,9 @@ def full_size_temporaries(events: list[dict[str, Any]], *, numel: int) -> list[d
 
 def over_budget(peak_bytes: int, *, nbytes: int) -> bool:
     """For byte meters (profiler, CUDA allocator, tracemalloc): more than a tenth of the
-    tensor plus 4 KiB (torch-facts §2). A float32 bool mask (a quarter of the bytes) is over,
-    consistent with the tracker's element-count rule; reduction-sized buffers are not."""
+    tensor plus 4 KiB (docs/semantics.md#allocation-budgets). A float32 bool mask (a quarter of
+    the bytes) is over, consistent with the tracker's element-count rule; reduction-sized
+    buffers are not."""
     return nbytes > 0 and peak_bytes > 0.1 * nbytes + 4096
 
 

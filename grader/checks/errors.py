@@ -8,7 +8,8 @@ from typing import Any
 from grader.checks.findings import Finding, fail
 
 # Autograd's in-place errors are plain RuntimeErrors; the message is the only way to tell them
-# apart (torch-facts §3). Which one it is decides the feedback: why, and how to fix it.
+# apart (docs/semantics.md#autograd-in-place-errors). Which one it is decides the feedback:
+# why, and how to fix it.
 _AUTOGRAD_KINDS = (
     ("autograd_leaf_error",
      re.compile(r"leaf Variable that requires grad is being used in an in-place operation")),

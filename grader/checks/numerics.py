@@ -1,4 +1,5 @@
-"""Numerics: values against a float64 reference cast to the input's dtype (SPEC tolerances)."""
+"""Numerics: values against a float64 reference cast to the input's dtype, within per-dtype
+tolerances (docs/semantics.md#numerics-tolerances)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 
 import torch
 
-# SPEC: default assert_close tolerances for float32/float64; looser for half precision, where a
-# correct step-by-step in-place computation cannot meet the defaults.
+# assert_close's defaults for float32/float64; looser for half precision, where a correct
+# step-by-step in-place computation cannot meet them (docs/semantics.md#numerics-tolerances).
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float64: (1e-7, 1e-7),
     torch.float32: (1.3e-6, 1e-5),

@@ -3,8 +3,8 @@
 One parse and one walk of the syntax tree, shared by the policy scan (policy.py: torch.optim)
 and the integrity scan (integrity.py). Both run in the sandbox child *before* the submission is
 imported: no student code has run there yet, so the result is as trustworthy as the grader's own
-code, and a source built to make the syntax tree huge (a megabyte of `x = 1` lines takes over
-400 MB of nodes) costs the child's bounded memory and time, never the grading process's.
+code, and a source built to make the syntax tree huge (docs/sandbox.md#numbers-behind-the-code)
+costs the child's bounded memory and time, never the grading process's.
 """
 
 from __future__ import annotations

@@ -135,9 +135,8 @@ class _Group:
 @dataclass
 class ClassTally:
     """What the page says of a class, gathered one report at a time: a report is read, added
-    and dropped, so the page's memory does not grow with the class (bench/class_report.py,
-    1000 optim reports: peak +51 MiB streamed, the libraries included, against +166 MiB with
-    every report held at once)."""
+    and dropped, so the page's memory does not grow with the class (measured by
+    bench/class_report.py)."""
 
     standings: list[Standing] = field(default_factory=list)
     groups: dict[tuple[tuple[str, ...], str], _Group] = field(default_factory=dict)

@@ -1,4 +1,5 @@
-"""The labs, by name. A lab's name is also its stub's file stem (SPEC).
+"""The labs, by name, each with its stub's file name, from whose stem `check` infers the lab
+(docs/semantics.md#what-the-labs-ask).
 
 `LAB_FILES` is light on purpose: resolving a lab name must not import torch, so the sandbox's
 worker can start booting while the grading process imports the lab.

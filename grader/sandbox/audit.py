@@ -106,8 +106,8 @@ class LoadedModules:
     alive now, by identity (see NOTE: [trust by identity]).
 
     The zygote makes this once (`loaded_modules`) and every child inherits it: its children
-    hold exactly the zygote's modules, and walking some 2,000 modules in each child would
-    touch, and so copy, about 1,600 of the zygote's pages there (bench/sandbox_layers.py)."""
+    hold exactly the zygote's modules, and walking them all again in each child would touch,
+    and so copy, the zygote's pages there (docs/sandbox.md#numbers-behind-the-code)."""
 
     prefixes: tuple[str, ...]
     ids: dict[int, str]
@@ -141,7 +141,7 @@ def loaded_modules(prefixes: tuple[str, ...]) -> LoadedModules:
 
 def trusted_code() -> tuple[CodeType, ...]:
     """The code of every function alive now, with the code nested in it (inner functions,
-    lambdas, comprehensions): 29,000 code objects in a zygote with torch, 80 ms, once."""
+    lambdas, comprehensions); what it costs: docs/sandbox.md#numbers-behind-the-code."""
     import gc
 
     found: dict[int, CodeType] = {}

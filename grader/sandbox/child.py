@@ -248,8 +248,8 @@ def scan_source(source: bytes, *, names: list[str], package: str) -> dict[str, A
 class Inherited:
     """What the zygote prepares once, before its first fork, for every child: the children
     start with exactly its modules, so what only depends on those is the same in each.
-    Walking sys.modules in every child instead cost about 2,700 copy-on-write page faults
-    (11 ms) per child (bench/sandbox_layers.py). A child receives it as an argument, never
+    Walking sys.modules in every child instead copies the zygote's pages into each
+    (docs/sandbox.md#numbers-behind-the-code). A child receives it as an argument, never
     through a module global a submission could reach."""
 
     loaded: audit.LoadedModules  # the reload check's index
@@ -301,7 +301,8 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, answer_fd: int, laye
     # has no deterministic kernel): code that reads a buffer it never wrote fails every
     # time, not only when the allocator happened to hand out non-zero memory.
     # (torch's C flag itself: torch.use_deterministic_algorithms also imports the compiler's
-    # config, 800 modules and 0.7 s a child, to set a flag only compiled code reads.)
+    # config in every child, to set a flag only compiled code reads:
+    # docs/sandbox.md#numbers-behind-the-code.)
     torch._C._set_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
     lab_probes = importlib.import_module(f"grader.labs.{job.lab}.probes")

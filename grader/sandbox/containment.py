@@ -16,10 +16,10 @@ names it:
 - **subreaper sweep** (always, last): the zygote is a child subreaper, so orphans are reparented
   to it; it kills its children until none are left (bounded in time, not in generations).
 
-Measured on this kind of machine (bench/sandbox_layers.py): a fork into a namespace of its own,
-with the child's private /proc, costs about 0.02 ms more than a plain fork (3.8 ms); a chain of
-processes in new sessions, each waiting on the next, outlasted the old bounded sweep and is
-ended by the namespace (tests/hostile/process_chain.py).
+A fork into a namespace of its own, with the child's private /proc, costs next to nothing over
+a plain fork (docs/sandbox.md#what-it-costs); a chain of processes in new sessions, each waiting
+on the next, outlasted the old bounded sweep and is ended by the namespace
+(tests/hostile/process_chain.py).
 """
 
 from __future__ import annotations

@@ -84,8 +84,9 @@ class JobResult:
 
 # What a batch worker's zygote loads besides torch and the probes. torch.optim's methods import
 # torch's compiler on their first call (torch._disable_dynamo): without it here, each student
-# who calls torch.optim (forbidden, but some do) costs 0.8 s of their own child; with it, the
-# worker pays once. A single `check` leaves it out: its one child rarely needs it.
+# who calls torch.optim (forbidden, but some do) pays that import in their own child
+# (docs/sandbox.md#numbers-behind-the-code); with it, the worker pays once. A single
+# `check` leaves it out: its one child rarely needs it.
 BATCH_PRELOAD = ("torch._dynamo",)
 
 

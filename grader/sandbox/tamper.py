@@ -117,7 +117,7 @@ def watched() -> dict[str, Any]:
 @dataclass(frozen=True)
 class _Functions:
     """The functions watched and what the comparison needs of them, made once in the zygote
-    (about 4 ms, which every child would otherwise pay before its import)."""
+    rather than by every child before its import (docs/sandbox.md#numbers-behind-the-code)."""
 
     functions: tuple[FunctionType, ...]
     cells: list[Any]  # every closure cell of theirs
@@ -180,10 +180,10 @@ def watch(spaces: dict[str, Any] | None = None) -> Callable[[], list[str]]:
 
     The snapshot holds the names and values themselves and compares both by identity (`is`),
     never with `==` (a planted key or value could answer it: a str subclass equal to two names
-    lets two bindings swap unseen) nor with `id()`, which raises an audit event each time:
-    under the child's hook, that made one comparison 0.9 ms instead of 0.12. The functions
-    (under FUNCTIONS, else those of `spaces`) are compared by their referents, cells and
-    `__dict__` (see the module's docstring)."""
+    lets two bindings swap unseen) nor with `id()`, which raises an audit event each time and
+    so runs the child's hook on every comparison (docs/sandbox.md#numbers-behind-the-code).
+    The functions (under FUNCTIONS, else those of `spaces`) are compared by their referents,
+    cells and `__dict__` (see the module's docstring)."""
     namespace, is_instance, mapped = builtins.vars, builtins.isinstance, builtins.map
     every, same, length, listed = builtins.all, operator.is_, builtins.len, builtins.list
     enumerated = builtins.enumerate

@@ -1,8 +1,8 @@
 """The format observations travel in from the child: JSON plus raw tensor bytes.
 
 Safer and much faster than pickling (even torch's weights-only unpickler is a pure-Python
-interpreter, about 90 ms for one submission's few hundred small tensors). Loading runs no
-code: JSON, then `torch.frombuffer` on byte ranges whose sizes are checked.
+interpreter: docs/sandbox.md#numbers-behind-the-code). Loading runs no code: JSON, then
+`torch.frombuffer` on byte ranges whose sizes are checked.
 
 Layout: 8-byte little-endian length of the JSON header, the header, then the tensor bytes.
 A tensor in the header is `{"__tensor__": [offset, nbytes, dtype, shape]}`; each offset is a
@@ -20,7 +20,7 @@ import torch
 
 TENSOR = "__tensor__"
 ALIGN = 16  # bytes; every tensor's offset in the body is a multiple
-SEPARATORS = (",", ":")  # compact JSON: the solution's optim records, 240 KB -> 216 KB
+SEPARATORS = (",", ":")  # compact JSON: smaller records (docs/sandbox.md#numbers-behind-the-code)
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
     torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
@@ -73,7 +73,8 @@ def dumps(record: Any) -> bytes:
 
 
 # A child writes these files, so their size is the child's to choose: the grading process
-# parses at most this much JSON per record (an honest record's header is at most ~120 KB).
+# parses at most this much JSON per record, well above an honest record's header
+# (docs/sandbox.md#numbers-behind-the-code).
 HEADER_LIMIT = 1024**2
 
 

@@ -1,7 +1,7 @@
 """The zygote: imports torch and the probes once, then forks one child per unit.
 
 A fork costs milliseconds where a fresh interpreter costs the torch import (seconds). Two rules
-keep forking safe (see shared/notes/sandbox-facts.md): the zygote never runs a parallel torch op
+keep forking safe (docs/sandbox.md#fork-safety): the zygote never runs a parallel torch op
 (a forked child would hang on OpenMP), and it never initialises CUDA (the child could not use
 it). Each child is pid 1 of a PID namespace of its own where the host allows it, and the zygote
 is a child subreaper, so that nothing a submission starts outlives its job (containment.py).
@@ -430,9 +430,8 @@ def main(argv: list[str] | None = None) -> None:
               file=sys.stderr)
     # Objects that exist now are shared with every child; a frozen generation is never
     # traversed by the children's collector, so their pages stay shared (copy-on-write). No
-    # collection first, as Python's gc.freeze documentation advises: it cost `check` 60-80 ms
-    # of the worker's warm-up, and without it the children's page faults did not change
-    # (5,339 against 5,333 an optim submission, bench/grade_class.py).
+    # collection first, as Python's gc.freeze documentation advises: one slowed the worker's
+    # warm-up and spared the children no page faults (docs/sandbox.md#numbers-behind-the-code).
     gc.freeze()
     protocol_out.write('{"ready": true}\n')
     for line in sys.stdin:

@@ -129,7 +129,8 @@ def _returned_pair(case: Case, obs: dict[str, Any]) -> Finding | None:
 
 
 def _returns_tuple(case: Case, obs: dict[str, Any]) -> Finding | None:
-    """SPEC: `-> tuple[Tensor, bool]`; the other checks accept any pair, this one is exact."""
+    """`-> tuple[Tensor, bool]` (docs/semantics.md#autograd); the other checks accept any pair,
+    this one is exact."""
     bad = _returned_pair(case, obs)
     if bad is not None:
         return bad

@@ -15,8 +15,8 @@ IN_PLACE_ALLOWED = ("plain", "nonleaf", "no_grad_leaf")
 FORBIDDEN = ("leaf", "view_of_leaf", "unbind_view", "no_grad_view")
 # The shape of the tensor each kind hands to the function, when not the case's own shape.
 VIEW_SHAPES = {"view_of_leaf": [2, 3], "no_grad_view": [2, 3], "unbind_view": [3]}
-# SPEC: the fix creates at most five tensors the size of `x @ w`; dropping every in-place op
-# creates six.
+# The fix creates at most five tensors the size of `x @ w`; dropping every in-place op creates
+# six (docs/semantics.md#allocation-budgets).
 MAX_FULL_SIZE_TENSORS = 5
 
 

@@ -31,7 +31,8 @@ def _draw(shape: list[int], generator: torch.Generator) -> torch.Tensor:
 def _param_values(seed: int, dtype: str, shapes: tuple[tuple[int, ...], ...]
                   ) -> tuple[torch.Tensor, ...]:
     """Drawn once per process and copied per use: the zygote builds every case at start, so a
-    child copies a 1 MB input instead of drawing it again (10 ms a submission)."""
+    child copies a 1 MB input instead of drawing it again
+    (docs/sandbox.md#numbers-behind-the-code)."""
     generator = torch.Generator().manual_seed(seed)
     return tuple(_draw(list(shape), generator).to(DTYPES[dtype]) for shape in shapes)
 

@@ -44,7 +44,8 @@ _recorder = CallRecorder(FORBIDDEN_PACKAGE)
 
 def warm_up() -> None:
     """Runs once in the zygote, so every child inherits it: the meters' one-time start-up, and
-    torch.optim's callables wrapped to record calls (8 ms a child when done per child)."""
+    torch.optim's callables wrapped to record calls (once, not per child:
+    docs/sandbox.md#numbers-behind-the-code)."""
     warm_up_meters()
     _recorder.install(keep_originals)
     _draw_every_case()
