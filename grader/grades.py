@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from grader.errors import UsageError
 from grader.exporters.gradebook import gradebook_csv
@@ -105,22 +106,30 @@ def gradebook_students(out: Path) -> list[str] | None:
 
 def labs_in(out: Path) -> set[str]:
     """The labs of the reports already in an --out folder (unreadable reports skipped)."""
-    return {lab for lab, _ in graded_in(out)}
+    return {graded.lab for graded in graded_in(out)}
 
 
-def graded_in(out: Path) -> set[tuple[str, bool]]:
-    """(lab, whether graded with hidden cases) of each report already in an --out folder."""
+class GradedWith(NamedTuple):
+    """How a report already in an --out folder was graded: what a re-run must not drop."""
+
+    lab: str
+    hidden: bool  # with hidden cases
+    rubric_key: str  # "" for a report from before rubric keys
+
+
+def graded_in(out: Path) -> set[GradedWith]:
+    """How each report already in an --out folder was graded (unreadable reports skipped)."""
     found = set()
     for path in (out / REPORTS).glob("*.json"):
         try:
             report = json.loads(path.read_text(encoding="utf-8"))
-            lab = report.get("lab")
+            lab, key = report.get("lab"), report.get("rubric_key", "")
             hidden = any(isinstance(c, dict) and c.get("hidden") is True
                          for c in report.get("checks") or [])
         except (OSError, ValueError, AttributeError, TypeError):
             continue
-        if isinstance(lab, str):
-            found.add((lab, hidden))
+        if isinstance(lab, str) and isinstance(key, str):
+            found.add(GradedWith(lab, hidden, key))
     return found
 
 

@@ -102,9 +102,9 @@ def tampered(problem: Finding) -> bool:
 
 
 # Findings at run time that an instructor should review, beyond the check they fail: the
-# above, a record that does not fit its case, and a call whose peak seen from outside the
-# process contradicts the meters inside.
-FLAGGED_KEYS = INTEGRITY_KEYS | {"altered_record", "metered_differently"}
+# above, a record that does not fit its case or disagrees with the caller's memory read from
+# outside, and a call whose peak seen from outside the process contradicts the meters inside.
+FLAGGED_KEYS = INTEGRITY_KEYS | {"altered_record", "witness_disagrees", "metered_differently"}
 
 
 def import_line(failure: ImportFailure) -> str:

@@ -108,6 +108,9 @@ class Report(BaseModel):
     error: str = Field(default="", description="Why the submission could not be graded at all.")
     import_error: ImportFailure | None = Field(
         default=None, description="Why the file did not import (its rows say not graded).")
+    rubric_key: str = Field(default="", description=(
+        "A digest of the rubric in force (points and policies): a re-run into the same folder "
+        "with another rubric is refused unless --force, never applied silently."))
     hidden_max_score: float = Field(
         default=0.0, description="Of max_score, the hidden points no check row carries; "
         "withheld from students like them.")

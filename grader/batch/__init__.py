@@ -18,6 +18,7 @@ from grader.batch.local import LocalExecutor
 from grader.batch.options import BatchOptions, BatchResult, Executor, Progress
 from grader.batch.prepare import Pending, prepare, submission_hash
 from grader.engine import check_instructor_input, effective_rubric, hidden_plan
+from grader.engine.rubric import rubric_in_force, rubric_key
 from grader.errors import UsageError
 from grader.grades import graded_in, iter_reports, mixed_labs, save_student, write_class_files
 from grader.labs import LAB_FILES, get_lab
@@ -34,8 +35,9 @@ __all__ = ["BatchOptions", "BatchResult", "Executor", "LocalExecutor", "Pending"
 def check_out_folder(options: BatchOptions) -> None:
     """Raise UsageError where --out cannot be written, holds another lab's reports (grading
     into it would overwrite those students' reports and feedback with this lab's), or holds
-    reports graded with hidden cases that this run, without --hidden, would drop (unless
-    --force): found before anything is graded, never after."""
+    reports graded with hidden cases that this run, without --hidden, would drop, or with
+    another rubric that this run would replace (unless --force): found before anything is
+    graded, never after."""
     out = options.out
     try:  # a folder made and removed where --output would go: nothing is left behind
         place = next(p for p in (out, *out.absolute().parents) if p.exists())
@@ -45,14 +47,20 @@ def check_out_folder(options: BatchOptions) -> None:
         raise UsageError(f"--output {out}: cannot write there ({exc.strerror or exc}); choose "
                          "a folder you can write") from None
     graded = graded_in(out)
-    labs = {lab for lab, _ in graded}
+    labs = {report.lab for report in graded}
     if labs - {options.lab}:
         raise UsageError(mixed_labs(out, labs | {options.lab}))
-    if (not options.force and options.check.hidden is None
-            and any(hidden for _, hidden in graded)):
+    if options.force:
+        return
+    if options.check.hidden is None and any(report.hidden for report in graded):
         raise UsageError(f"{out}: its reports were graded with --hidden cases, which this run "
                          "would drop; pass the same --hidden FILE, or --force to regrade "
                          "without them")
+    key = rubric_key(rubric_in_force(options.lab, options.check.rubric_override))
+    if any(report.rubric_key not in ("", key) for report in graded):
+        raise UsageError(f"{out}: its reports were graded with another rubric, which this run "
+                         "would replace; pass the same --rubric FILE, or --force to regrade "
+                         "with this one")
 
 
 def check_instructor_files(options: BatchOptions) -> None:

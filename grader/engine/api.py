@@ -15,7 +15,7 @@ from grader import __version__
 from grader.checks.findings import fail
 from grader.engine.context import CheckOptions, GradingContext
 from grader.engine.observe import observe
-from grader.engine.rubric import check_instructor_input
+from grader.engine.rubric import check_instructor_input, rubric_key
 from grader.engine.scoring import failed_everywhere, judge_submission, skipped_rows
 from grader.engine.wording import worded
 from grader.errors import UsageError
@@ -109,7 +109,7 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
         return _nothing_to_grade(submission, lab, options, defines_none(list(functions)))
     rows = judge_submission(context, submission, observed) + skipped_rows(context)
     checks = worded(rows, context.lab, context.lang)
-    report = _report(lab, str(submission.path), checks, started)
+    report = _report(context, str(submission.path), checks, started)
     protections = list(dict.fromkeys([*Sandbox.protections, *observed.job.protections]))
     printed = [Printed(text=observed.job.log)] if observed.job.log.strip() else []
     printed += [Printed(function=task.function, device=task.device, text=text)  # type: ignore[arg-type]
@@ -174,16 +174,19 @@ def error_report(*, lab: str, submission: str, error: str, options: CheckOptions
     problem = fail("not_gradable", error=error)
     rows = [row for function in context.lab.functions
             for row in failed_everywhere(context, function, problem)]
-    report = _report(lab, submission, worded(rows, context.lab, context.lang), time.monotonic())
+    report = _report(context, submission, worded(rows, context.lab, context.lang),
+                     time.monotonic())
     return report.model_copy(update={"error": error})
 
 
-def _report(lab: str, submission: str, checks: list[CheckResult], started: float) -> Report:
+def _report(context: GradingContext, submission: str, checks: list[CheckResult],
+            started: float) -> Report:
     import torch
 
     return Report(
-        lab=lab,
+        lab=context.lab.name,
         submission=submission,
+        rubric_key=rubric_key(context.rubric),
         score=round(sum(c.score for c in checks), 6),
         max_score=round(sum(c.max_score for c in checks), 6),
         checks=checks,

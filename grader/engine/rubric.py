@@ -7,6 +7,8 @@ instructor's typo is told before anything starts.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 from typing import TYPE_CHECKING, NamedTuple
 
 from grader.errors import UsageError
@@ -57,13 +59,24 @@ def overridden(rubric: Rubric, override: RubricOverride | None) -> Rubric:
     })
 
 
+def rubric_key(rubric: Rubric) -> str:
+    """What identifies the rubric a report was graded with: its points and policies."""
+    text = json.dumps({"points": rubric.points, "policies": rubric.policies}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def rubric_in_force(lab: str, override: RubricOverride | None) -> Rubric:
+    """The rubric grading `lab` with `override` uses, read without torch."""
+    return overridden(lab_rubric(lab), override)
+
+
 def check_instructor_input(lab: str, options: CheckOptions) -> None:
     """The checks of a rubric override and a hidden-cases file that need no torch: run first,
     so that a typo is one line in well under a second (the cases of a hidden file are checked
     once the lab is loaded, still before any student is graded)."""
     from grader.hidden import check_against
 
-    rubric = overridden(lab_rubric(lab), options.rubric_override)
+    rubric = rubric_in_force(lab, options.rubric_override)
     if options.hidden is not None:
         try:
             check_against(options.hidden, lab=lab, check_ids=list(rubric.points))

@@ -60,6 +60,8 @@ def test_a_forged_record_loses_to_the_callers_memory(tmp_path: Path,
     sgd = [c for c in report.checks if c.function == "sgd_step" and c.status == "failed"]
     assert [c.kind for c in sgd] == ["runtime"], [c.message for c in sgd]
     assert "disagrees with the caller's memory" in sgd[0].message
+    assert sgd[0].flagged  # a changed record is the instructor's to review, too
+    assert any("disagrees with the caller's memory" in line for line in report.integrity)
 
 
 def test_a_case_whose_witnessed_tensors_are_empty_needs_no_arena(tmp_path: Path) -> None:
