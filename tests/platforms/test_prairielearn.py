@@ -46,9 +46,10 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 '''
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+                          text=True, timeout=300, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def valid(results: dict) -> dict:
@@ -65,19 +66,21 @@ def valid(results: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
-    """`prairielearn init` into serverFilesCourse/ (hidden cases, 5 s a function)."""
-    files = tmp_path_factory.mktemp("course") / "serverFilesCourse"
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`prairielearn init` run in a course folder, far from the checkout, into its
+    serverFilesCourse/ (hidden cases, 5 s a function): that folder, and what init printed."""
+    course = tmp_path_factory.mktemp("course")
     made = cli("prairielearn", "init", "--lab", "optim", "--hidden", str(HIDDEN),
-               "--timeout", "5", "--image", "course/torch-grader", "-o", str(files / FOLDER))
+               "--timeout", "5", "--image", "course/torch-grader",
+               "-o", f"serverFilesCourse/{FOLDER}", cwd=course)
     assert made.returncode == 0, made.stderr
-    return made
+    return course / "serverFilesCourse", made.stdout
 
 
 @pytest.fixture(scope="module")
-def course(made: subprocess.CompletedProcess[str]) -> Path:
+def course(made: tuple[Path, str]) -> Path:
     """The course's serverFilesCourse/, holding the folder `init` wrote."""
-    return Path(made.stdout.split()[1]).parent.parent
+    return made[0]
 
 
 @pytest.fixture(scope="module")
@@ -166,8 +169,10 @@ def test_init_writes_run_the_configuration_and_the_hidden_cases(course: Path) ->
     assert check.returncode == 0, check.stderr
 
 
-def test_init_prints_the_info_json_block(made: subprocess.CompletedProcess[str]) -> None:
-    block = json.loads(made.stdout[made.stdout.index("{"):])
+def test_init_prints_the_info_json_block(made: tuple[Path, str]) -> None:
+    printed = made[1]
+    assert printed.startswith(f"wrote serverFilesCourse/{FOLDER}/run\n")
+    block = json.loads(printed[printed.index("{"):])
     assert block == {"gradingMethod": "External", "externalGradingOptions": {
         "enabled": True, "image": "course/torch-grader", "serverFilesCourse": [f"{FOLDER}/"],
         "entrypoint": f"/grade/serverFilesCourse/{FOLDER}/run",
