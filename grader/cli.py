@@ -622,3 +622,43 @@ def classroom50_run(lab: str, checkout: Path, timeout: float, lang: str) -> None
     report = run(checkout, lab=lab, env=os.environ, lang=lang, limits=Limits(timeout_s=timeout))
     click.echo(f"{report.lab}: {report.score:g} / {report.max_score:g}; wrote "
                f"{checkout / 'result.json'}")
+
+
+@main.group()
+def prairielearn() -> None:
+    """PrairieLearn: write an external grader for the course's serverFilesCourse/."""
+
+
+@prairielearn.command("init")
+@click.option("--lab", required=True, help=f"Lab name: {LABS}.")
+@click.option("--hidden", "hidden_path", type=click.Path(path_type=Path),
+              help="Hidden-cases file to grade with (copied into the folder).")
+@timeout_option
+@lang_option(default="en")
+@click.option("--image", default=None,
+              help="The grading image, for the info.json block printed (docs/prairielearn.md).")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False),
+              required=True, help="A folder of the course's serverFilesCourse/, such as "
+              "serverFilesCourse/inplace-grader-optim.")
+@click.option("--force", is_flag=True, help="Overwrite the grader already in that folder.")
+def prairielearn_init(lab: str, hidden_path: Path | None, timeout: float, lang: str,
+                      image: str | None, out: Path, force: bool) -> None:
+    """Write PrairieLearn's external grader (run, its configuration, the hidden cases) into
+    OUT, and print what the info.json of a question that uses it needs."""
+    import json
+
+    from grader.platforms.prairielearn.autograder import IMAGE, PrairieLearnConfig, init
+
+    config = PrairieLearnConfig(lab=lab, lang=lang, timeout_s=timeout)  # type: ignore[arg-type]
+    written = init(config=config, out=out, hidden_path=hidden_path, image=image or IMAGE,
+                   force=force)
+    for path in written.files:
+        click.echo(f"wrote {path}")
+    click.echo("next: keep the folder in the course's serverFilesCourse/ and add this to the "
+               "question's info.json (docs/prairielearn.md):")
+    click.echo(json.dumps(written.info, indent=2))
+    if written.capped:
+        click.echo(f"note: PrairieLearn allows at most "
+                   f"{written.info['externalGradingOptions']['timeout']} s per job, "
+                   "less than a submission that hangs in every function would take; pass a "
+                   "smaller --timeout", err=True)

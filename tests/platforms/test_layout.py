@@ -29,7 +29,8 @@ def platform_of(module: str) -> str | None:
 
 def test_every_platform_is_a_folder_with_its_format_and_entry() -> None:
     folders = {p.name for p in PLATFORMS.iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert folders == {"gradescope", "classroom50", "github_classroom", "nbgrader"}
+    assert folders == {"gradescope", "classroom50", "github_classroom", "nbgrader",
+                       "prairielearn"}
     assert [p.name for p in PLATFORMS.glob("*.py")] == ["__init__.py"]
 
 
