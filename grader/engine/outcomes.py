@@ -60,7 +60,7 @@ def integrity_finding(events: list[str], *, function: str) -> Finding:
     active) as what was used."""
     subclasses = [event.removeprefix("subclass ") for event in events
                   if event.startswith("subclass ")]
-    if subclasses:  # exact tensor types: a subclass can lie about its values
+    if subclasses:  # a subclass can lie about its values (docs/semantics.md#exact-tensor-types)
         return fail("tensor_subclass", function=function,
                     types=", ".join(dict.fromkeys(subclasses[:3])))
     changed = [event.removeprefix("changed ") for event in events if event.startswith("changed ")]
