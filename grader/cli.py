@@ -512,6 +512,19 @@ def schema() -> None:
     click.echo(json.dumps(Report.model_json_schema(), indent=2))
 
 
+@main.command("wheel")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False),
+              required=True, help="The folder to write the wheel into.")
+@click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
+              default=None, help=WHEEL_ROOT_HELP)
+def wheel(out: Path, project: Path | None) -> None:
+    """Write the grader's wheel into OUT, for an autograder to install (a GitHub Classroom
+    workflow): the installed grader, without the reference solutions."""
+    from grader.distribution import grader_wheel
+
+    click.echo(f"wrote {grader_wheel(out, project)}")
+
+
 @main.group()
 def gradescope() -> None:
     """Gradescope: build the autograder zip; `run` is what the zip's run_autograder calls."""

@@ -210,6 +210,14 @@ def test_classroom50_init_from_any_folder_ships_a_wheel_that_installs(installed:
 
 
 @pytest.mark.slow
+def test_the_wheel_command_from_any_folder(installed: Path, tmp_path: Path) -> None:
+    made = run_outside(installed, tmp_path, "wheel", "-o", "template/.github/grader")
+    assert made.returncode == 0, made.stderr
+    with zipfile.ZipFile(tmp_path / "template" / ".github" / "grader" / WHEEL) as wheel:
+        assert_a_valid_wheel(wheel_files(wheel))
+
+
+@pytest.mark.slow
 def test_an_editable_install_builds_from_its_checkout(tmp_path: Path) -> None:
     """What scripts/setup.sh makes (`pip install -e .`): the solutions and the wheel come
     from the checkout it points at."""
