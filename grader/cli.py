@@ -17,13 +17,17 @@ import click
 from pydantic import ValidationError
 from rich.console import Console
 
-from grader import checkout_root
+from grader.distribution import running_checkout
 from grader.errors import ExitCode, UsageError
 from grader.formats import FORMATS
 from grader.labs import LAB_FILES
 
 PROG = "inplace-grader"
-ROOT_DEFAULT = "the checkout this grader runs from, else ."  # --root of the builders
+# --root of the builders: None is the installed package (grader/distribution.py).
+SOLUTIONS_ROOT_HELP = ("A course's own copy of the project, whose solutions/ to use (default: "
+                       "the ones installed with the grader).")
+WHEEL_ROOT_HELP = ("A course's own copy of the project, whose grader to ship (default: the "
+                   "installed grader).")
 LABS = ", ".join(sorted(LAB_FILES))  # for --help (the lab folders' names, no torch)
 
 
@@ -416,20 +420,19 @@ def nbgrader_group() -> None:
 @click.option("--hidden", "hidden_path", type=click.Path(path_type=Path),
               help="Hidden-cases file: its cases go between ### BEGIN/END HIDDEN TESTS.")
 @click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
-              default=checkout_root, show_default=ROOT_DEFAULT,
-              help="Project root holding solutions/.")
+              default=None, help=SOLUTIONS_ROOT_HELP)
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False),
               required=True, help="COURSE/source/ASSIGNMENT: the notebook is written there.")
 @click.option("--force", is_flag=True, help="Overwrite an existing notebook.")
-def nbgrader_source(lab: str, hidden_path: Path | None, project: Path, out: Path,
+def nbgrader_source(lab: str, hidden_path: Path | None, project: Path | None, out: Path,
                     force: bool) -> None:
     """Write the lab's nbgrader source notebook (<lab file>.ipynb) into OUT."""
+    from grader.distribution import solutions_dir
     from grader.platforms.nbgrader.source import hidden_store_path, write_source_notebook
 
-    if not (project / "solutions").is_dir():
-        _usage_error(f"{project}: no solutions/ folder here; pass --root PROJECT")
+    solutions = solutions_dir(project)
     hidden = _load_hidden(hidden_path)
-    target = write_source_notebook(lab, solutions_root=project / "solutions", out=out,
+    target = write_source_notebook(lab, solutions_root=solutions, out=out,
                                    hidden=hidden, force=force)
     if hidden is not None:
         click.echo(f"wrote {hidden_store_path(out, target.stem)}: the hidden cases, which "
@@ -483,8 +486,10 @@ def list_checks(lab: str, show_cases: bool) -> None:
 @click.option("--check", "check_only", is_flag=True,
               help="Only report stubs that differ from the solutions (exit 1).")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False),
-              default=checkout_root, show_default=ROOT_DEFAULT,
-              help="Project root holding solutions/ and assignments/.")
+              default=lambda: running_checkout() or Path("."),
+              show_default="the checkout this grader runs from, else .",
+              help="The project holding solutions/ and assignments/: a checkout or a course's "
+                   "copy, as the stubs are written into it (not the installed package).")
 def stubs(check_only: bool, root: Path) -> None:
     """Generate assignments/ from solutions/ (solution regions become NotImplementedError)."""
     from grader.stubs import sync_stubs
@@ -507,6 +512,19 @@ def schema() -> None:
     click.echo(json.dumps(Report.model_json_schema(), indent=2))
 
 
+@main.command("wheel")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path, file_okay=False),
+              required=True, help="The folder to write the wheel into.")
+@click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
+              default=None, help=WHEEL_ROOT_HELP)
+def wheel(out: Path, project: Path | None) -> None:
+    """Write the grader's wheel into OUT, for an autograder to install (a GitHub Classroom
+    workflow): the installed grader, without the reference solutions."""
+    from grader.distribution import grader_wheel
+
+    click.echo(f"wrote {grader_wheel(out, project)}")
+
+
 @main.group()
 def gradescope() -> None:
     """Gradescope: build the autograder zip; `run` is what the zip's run_autograder calls."""
@@ -525,29 +543,25 @@ def gradescope() -> None:
 @click.option("--torch", "torch_version", default=None,
               help="torch version setup.sh installs (default: the one installed here).")
 @click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
-              default=checkout_root, show_default=ROOT_DEFAULT,
-              help="The inplace-grader checkout.")
+              default=None, help=WHEEL_ROOT_HELP)
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False),
               default=Path("autograder.zip"), show_default=True)
 @click.option("--force", is_flag=True, help="Overwrite an existing zip.")
 def gradescope_build(lab: str, hidden_path: Path | None, hidden_visibility: str,
-                     timeout: float, lang: str, torch_version: str | None, project: Path,
-                     out: Path, force: bool) -> None:
-    """Build autograder.zip (setup.sh, run_autograder, the grader) for a Gradescope
+                     timeout: float, lang: str, torch_version: str | None,
+                     project: Path | None, out: Path, force: bool) -> None:
+    """Build autograder.zip (setup.sh, run_autograder, the grader's wheel) for a Gradescope
     programming assignment."""
     from importlib.metadata import version
 
+    from grader.distribution import wheel_source
     from grader.engine import CheckOptions, check_instructor_input, hidden_plan
     from grader.labs import check_lab_name, get_lab
-    from grader.platforms.gradescope.autograder import (
-        GradescopeConfig,
-        build_autograder,
-        check_checkout,
-    )
+    from grader.platforms.gradescope.autograder import GradescopeConfig, build_autograder
 
     if out.exists() and not force:
         _usage_error(f"{out} exists; pass --force to overwrite it")
-    check_checkout(project)  # before anything slow: a wrong folder is one line at once
+    source = wheel_source(project)  # before anything slow: a wrong folder is one line at once
     hidden = _load_hidden(hidden_path)
     check_instructor_input(check_lab_name(lab), CheckOptions(hidden=hidden))
     hidden_plan(get_lab(lab), hidden)  # its cases, with the lab loaded: still before the build
@@ -556,8 +570,8 @@ def gradescope_build(lab: str, hidden_path: Path | None, hidden_visibility: str,
     names = build_autograder(config=config, out=out, project=project, hidden_path=hidden_path,
                              torch_version=torch_version or version("torch").split("+")[0])
     click.echo(f"wrote {out} ({len(names)} files: setup.sh, run_autograder, "
-               f"{'hidden cases, ' if hidden_path else ''}the grader); upload it as the "
-               "autograder of a Gradescope programming assignment")
+               f"{'hidden cases, ' if hidden_path else ''}the grader's wheel from {source}); "
+               "upload it as the autograder of a Gradescope programming assignment")
 
 
 @gradescope.command("run")
@@ -584,10 +598,9 @@ def classroom50() -> None:
 @click.option("--torch", "torch_version", default=None,
               help="torch version to install (default: the one installed here).")
 @click.option("--root", "project", type=click.Path(path_type=Path, file_okay=False),
-              default=checkout_root, show_default=ROOT_DEFAULT,
-              help="The inplace-grader checkout.")
+              default=None, help=WHEEL_ROOT_HELP)
 @click.option("--force", is_flag=True, help="Overwrite an existing autograder.py.")
-def classroom50_init(lab: str, out: Path, torch_version: str | None, project: Path,
+def classroom50_init(lab: str, out: Path, torch_version: str | None, project: Path | None,
                      force: bool) -> None:
     """Write autograder.py and the grader's wheel for a Classroom 50 assignment."""
     from importlib.metadata import version

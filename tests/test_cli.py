@@ -220,8 +220,9 @@ def test_a_missing_file_still_gives_a_pipeline_its_result(tmp_path: Path,
     ["gradescope", "build", "--lab", "optim", "-o", "autograder.zip"],
 ])
 def test_the_builders_work_from_any_folder(tmp_path: Path, command: list[str]) -> None:
-    """An instructor outside the checkout: --root defaults to the checkout the grader runs
-    from (it was `.`, so each of these said "no solutions/ folder here")."""
+    """An instructor outside the checkout: without --root the builders take the solutions
+    and the grader from the grader that runs (here the checkout on PYTHONPATH; an installed
+    one in tests/test_distribution.py)."""
     run = subprocess.run([sys.executable, "-m", "grader", *command], capture_output=True,
                          text=True, timeout=300, cwd=tmp_path,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})

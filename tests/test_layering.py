@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).parents[1] / "grader"
 # Bottom to top: a module may import its own layer's modules and those of the layers below.
 LAYERS: list[set[str]] = [
     {"grader", "grader.errors", "grader.models", "grader.student_files",
-     "grader.notebook_cells", "grader.layouts", "grader.roster", "grader.stubs"},
+     "grader.notebook_cells", "grader.layouts", "grader.roster", "grader.stubs",
+     "grader.distribution"},  # what the builders build from: solutions, the wheel
     {"grader.checks"},  # judging helpers: tensors, numerics, findings, source scans
     {"grader.feedback"},  # the catalogs: words for findings
     {"grader.sandbox"},  # running student code: zygote, children, audit, the probes' toolkit

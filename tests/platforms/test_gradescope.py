@@ -7,6 +7,7 @@ results.json is validated against the JSON Schema of Gradescope's documented fie
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from grader import __version__
 from grader.models import CheckResult, Report
 from grader.platforms.gradescope.results import results_json
 from tests.conftest import ROOT, SOLUTION
@@ -69,14 +71,19 @@ def test_the_zip_has_gradescopes_layout(autograder: Path) -> None:
         modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in archive.infolist()}
         config = archive.read("inplace-grader.toml").decode()
         setup = archive.read("setup.sh").decode()
-    assert {"setup.sh", "run_autograder", "inplace-grader.toml", "hidden.toml",
-            "inplace-grader/pyproject.toml", "inplace-grader/grader/__init__.py",
-            "inplace-grader/grader/labs/optim/rubric.toml",
-            "inplace-grader/grader/locales/en.toml"} <= names
+    wheel = f"inplace_grader-{__version__}-py3-none-any.whl"
+    assert names == {"setup.sh", "run_autograder", "inplace-grader.toml", "hidden.toml", wheel}
     assert modes["setup.sh"] == modes["run_autograder"] == 0o755
-    assert not [n for n in names if "__pycache__" in n or n.startswith("solutions/")]
     assert 'lab = "optim"' in config and 'hidden = "hidden.toml"' in config
     assert 'torch==2.' in setup and "download.pytorch.org/whl/cpu" in setup
+    assert f'pip install -q "/autograder/source/{wheel}"' in setup
+    with zipfile.ZipFile(autograder) as archive, \
+            zipfile.ZipFile(io.BytesIO(archive.read(wheel))) as packed:
+        files = set(packed.namelist())
+    assert {"grader/__init__.py", "grader/labs/optim/rubric.toml", "grader/locales/en.toml",
+            f"inplace_grader-{__version__}.dist-info/RECORD"} <= files
+    # See NOTE: [no solutions in a shipped wheel] (grader/distribution.py)
+    assert not [n for n in files if "__pycache__" in n or "solutions/" in n]
     for script in ("setup.sh", "run_autograder"):
         text = zipfile.ZipFile(autograder).read(script)
         check = subprocess.run(["bash", "-n"], input=text, capture_output=True)

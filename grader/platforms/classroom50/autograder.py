@@ -9,12 +9,11 @@ both, also when the checkout holds nothing gradable.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
+from grader.distribution import grader_wheel, wheel_source
 from grader.errors import UsageError
 from grader.exporters.text import feedback_text
 from grader.models import Limits, Report
@@ -24,10 +23,6 @@ from grader.platforms.classroom50.result import result_json
 RESULT = "result.json"
 RELEASE_BODY = "release-body.md"
 RELEASE_LIMIT = 2000  # the runner truncates the Release body here
-
-
-class Classroom50Error(UsageError):
-    """An instructor mistake while preparing the bundle: one line."""
 
 
 def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
@@ -51,11 +46,10 @@ def run(checkout: Path, *, lab: str, env: Mapping[str, str], lang: str = "en",
     return report
 
 
-def init(*, lab: str, out: Path, project: Path, torch_version: str) -> list[Path]:
-    """autograder.py and the grader's wheel, for CLASSROOM/autograders/ASSIGNMENT/."""
-    if not (project / "pyproject.toml").is_file():
-        raise Classroom50Error(f"{project}: not an inplace-grader checkout (no pyproject.toml); "
-                               "run from the project folder or pass --root")
+def init(*, lab: str, out: Path, project: Path | None, torch_version: str) -> list[Path]:
+    """autograder.py and the grader's wheel, for CLASSROOM/autograders/ASSIGNMENT/: the
+    wheel of `project` (a course's own copy), else of the installed grader."""
+    wheel_source(project)  # a wrong --root before anything is written
     out.mkdir(parents=True, exist_ok=True)
     here = resources.files("grader.platforms.classroom50")
     script = here.joinpath("templates").joinpath("autograder.py").read_text()
@@ -64,10 +58,4 @@ def init(*, lab: str, out: Path, project: Path, torch_version: str) -> list[Path
                           .replace("# @IDENTITY@", bundled_source()))
     for old in out.glob("inplace_grader-*.whl"):
         old.unlink()
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                            "--no-build-isolation", "-q", "-w", str(out), str(project)],
-                           capture_output=True, text=True)
-    if built.returncode != 0:
-        last = (built.stderr.strip().splitlines() or ["pip failed"])[-1]
-        raise Classroom50Error(f"could not build the grader's wheel: {last}")
-    return [autograder, *sorted(out.glob("inplace_grader-*.whl"))]
+    return [autograder, grader_wheel(out, project)]

@@ -1,8 +1,9 @@
 """Gradescope: build the autograder zip, and grade one submission inside it.
 
 The zip holds `setup.sh` and `run_autograder` at its root (Gradescope's layout), the grader's
-own source to install, `inplace-grader.toml` (the lab and grading options) and, when given, the
-hidden-cases file. `run_autograder` calls `inplace-grader gradescope run`, which always writes
+wheel for setup.sh to install (grader/distribution.py: the installed grader's, or a course
+copy's), `inplace-grader.toml` (the lab and grading options) and, when given, the hidden-cases
+file. `run_autograder` calls `inplace-grader gradescope run`, which always writes
 `results/results.json`: a broken upload, a crash or a timeout is a score with a message, never
 Gradescope's bare "The autograder failed to execute correctly".
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -18,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader import feedback
+from grader.distribution import grader_wheel
 from grader.errors import UsageError
 from grader.models import Limits
 from grader.platforms.gradescope.results import Visibility, failure_results, results_json
@@ -29,7 +32,6 @@ else:  # pragma: no cover - Python 3.10
 
 CONFIG = "inplace-grader.toml"
 HIDDEN = "hidden.toml"
-PACKAGE = "inplace-grader"  # the folder in the zip that setup.sh pip-installs
 SCRIPTS = ("setup.sh", "run_autograder")
 
 
@@ -50,42 +52,29 @@ class GradescopeError(UsageError):
     """An instructor mistake while building: one line."""
 
 
-def _package_files(project: Path) -> list[tuple[Path, str]]:
-    """(file, name in the zip) for the grader's source: pyproject, README and grader/."""
-    check_checkout(project)
-    files = [(project / "pyproject.toml", f"{PACKAGE}/pyproject.toml"),
-             (project / "README.md", f"{PACKAGE}/README.md")]
-    for path in sorted((project / "grader").rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            files.append((path, f"{PACKAGE}/{path.relative_to(project).as_posix()}"))
-    return files
-
-
-def check_checkout(project: Path) -> None:
-    """GradescopeError unless `project` is the grader's checkout (what the zip is built of)."""
-    if not (project / "pyproject.toml").is_file() or not (project / "grader").is_dir():
-        raise GradescopeError(f"{project}: not an inplace-grader checkout (no pyproject.toml "
-                              "and grader/); run the build from the project folder or --root")
-
-
-def _script(name: str, torch_version: str) -> str:
+def _script(name: str, *, torch_version: str, wheel: str) -> str:
     templates = resources.files("grader.platforms.gradescope").joinpath("templates")
     text = templates.joinpath(name).read_text()
-    return text.replace("@TORCH_VERSION@", torch_version)
+    return text.replace("@TORCH_VERSION@", torch_version).replace("@WHEEL@", wheel)
 
 
-def build_autograder(*, config: GradescopeConfig, out: Path, project: Path,
+def build_autograder(*, config: GradescopeConfig, out: Path, project: Path | None,
                      hidden_path: Path | None, torch_version: str) -> list[str]:
-    """Write the autograder zip; returns the names it holds."""
+    """Write the autograder zip, with the wheel of `project` (a course's own copy) or else of
+    the installed grader; returns the names it holds."""
+    with tempfile.TemporaryDirectory(prefix="inplace-grader-build-") as scratch:
+        wheel = grader_wheel(Path(scratch), project)
+        wheel_entry = (wheel.name, wheel.read_bytes(), 0o644)
     entries: list[tuple[str, bytes, int]] = []  # (name, data, unix mode)
     for name in SCRIPTS:
-        entries.append((name, _script(name, torch_version).encode(), 0o755))
+        script = _script(name, torch_version=torch_version, wheel=wheel.name)
+        entries.append((name, script.encode(), 0o755))
     if hidden_path is not None:
         entries.append((HIDDEN, hidden_path.read_bytes(), 0o600))
         config = config.model_copy(update={"hidden": HIDDEN})
     lines = [f"{key} = {json.dumps(value)}" for key, value in config.model_dump().items()]
     entries.append((CONFIG, ("\n".join(lines) + "\n").encode(), 0o644))
-    entries += [(name, path.read_bytes(), 0o644) for path, name in _package_files(project)]
+    entries.append(wheel_entry)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
