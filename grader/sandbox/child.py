@@ -61,6 +61,8 @@ PROTECTED_PACKAGES = ("torch", "grader")
 _audit = sys.audit
 _pwrite, _ftruncate, _close, _write = os.pwrite, os.ftruncate, os.close, os.write
 _dup2 = os.dup2
+_urandom = os.urandom
+TOKEN_BYTES = 8  # of each task's `D` token (sandbox/protocol.py)
 _function_modes = torch._C._len_torch_function_stack
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _pop_function_mode = torch._C._pop_torch_function_stack
@@ -376,8 +378,10 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, answer_fd: int, laye
         changed = changes()
         for name in changed:
             progress(f"changed {name}")
-        _save({**header, "observations": observations}, results[task.result_path])
-        send(f"D {index}")
+        token = _urandom(TOKEN_BYTES).hex()  # drawn after the call: no forged `D` holds it
+        _save({**header, "token": token, "observations": observations},
+              results[task.result_path])
+        send(f"D {index} {token}")
         if changed:
             return  # later tasks get a fresh child, with torch as it was
 

@@ -13,7 +13,10 @@ this order, or the child is stopped and the task in progress fails with status "
                     sent before the submission is imported
     I | E           the import succeeded | failed
     S <n>           task n started (n is the next task, each once)
-    D <n>           task n done (n is the task started last)
+    D <n> <token>   task n done (n is the task started last); its record, written just
+                    before, starts with the same fresh token: a `D` the submission wrote
+                    early cannot hold a token drawn after its call returned, however late
+                    the zygote reads it
     T <text>        an integrity event (audit hook), at any time after P
     C <text>        a call into the forbidden package (audit hook), at any time after P
 """

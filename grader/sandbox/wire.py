@@ -84,6 +84,11 @@ def stamp(nonce: str) -> bytes:
     return json.dumps({"nonce": nonce}, separators=SEPARATORS)[:-1].encode()
 
 
+def token_field(token: str) -> bytes:
+    """What follows the stamp in a task's record: its token (the header dict's second key)."""
+    return ("," + json.dumps({"token": token}, separators=SEPARATORS)[1:-1]).encode()
+
+
 def header_length(start: bytes) -> int:
     """The header length from a record's first 8 bytes."""
     if len(start) < 8:

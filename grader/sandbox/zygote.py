@@ -19,6 +19,7 @@ import gc
 import importlib
 import json
 import os
+import re
 import resource
 import select
 import signal
@@ -74,7 +75,8 @@ class Progress:
 
     next_task: int
     tasks: int
-    recorded: Callable[[int], bool] = lambda index: True  # task `index`'s record exists
+    # Task `index`'s record exists and starts with `token` (the one its `D` line holds).
+    recorded: Callable[[int, str], bool] = lambda index, token: True
     protections: list[str] | None = None
     static: StaticScan = field(default_factory=StaticScan)
     imported: bool | None = None
@@ -114,9 +116,10 @@ class Progress:
                 raise ProtocolViolation("more measured calls than the protocol allows")
             self.window_open = kind == "M"
             return kind
-        if kind == "D" and self.current is not None and rest == str(self.current) \
+        task, _, token = rest.partition(" ")
+        if kind == "D" and self.current is not None and task == str(self.current) \
                 and not self.window_open:
-            if not self.recorded(self.current):  # the child sends D only after writing it
+            if not self.recorded(self.current, token):  # the child sends D after writing it
                 raise ProtocolViolation(f"task {self.current} said done before its record")
             self.done.append(self.current)
             self.next_task, self.current = self.current + 1, None
@@ -236,12 +239,17 @@ class _Child:
         return self.status
 
 
-def _recorded(path: str, stamp: bytes) -> bool:
-    """A record file is there and starts with this job's nonce (the child writes it before
-    `D`; a submission that forges `D` early has no nonce to write)."""
+def _recorded(path: str, stamp: bytes, token: str) -> bool:
+    """A record file is there and starts with this job's nonce, then the task's token (the
+    child writes both before `D`, the token drawn after the submission's call returned: a `D`
+    forged during the call cannot hold it, even where the zygote reads it only after the
+    real record exists)."""
+    if not re.fullmatch(r"[0-9a-f]{16}", token):
+        return False
+    expected = stamp + wire.token_field(token)
     try:
         with open(path, "rb") as handle:
-            return handle.read(8 + len(stamp))[8:] == stamp
+            return handle.read(8 + len(expected))[8:] == expected
     except OSError:
         return False
 
@@ -295,8 +303,8 @@ def run_job(job: Job, containment: Containment) -> JobOutcome:
         child = _Child(job, next_task, containment)
         children += 1
         progress = Progress(next_task=next_task, tasks=len(job.tasks),
-                            recorded=lambda index: _recorded(job.tasks[index].result_path,
-                                                             stamp))
+                            recorded=lambda index, token: _recorded(
+                                job.tasks[index].result_path, stamp, token))
         started = time.monotonic()
         deadline = started + job.timeout_s
         violation = ""
