@@ -53,12 +53,13 @@ def _load() -> tuple[dict[str, str], dict[str, Path], LabFolderError | None]:
     """The labs, with the folders INPLACE_GRADER_LABS names; what is wrong with those, if
     anything, is kept for `check_lab_folders` (the package's own labs stay available, so
     that importing the grader never fails on it)."""
+    own = len(__path__)
     try:
         __path__.extend(str(folder) for folder in lab_folders(os.environ)
                         if str(folder) not in __path__)
         return (*_discover(), None)
     except LabFolderError as problem:
-        del __path__[1:]
+        del __path__[own:]
         return (*_discover(), problem)
 
 
