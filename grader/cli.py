@@ -167,9 +167,11 @@ def main() -> None:
     """Grade PyTorch in-place semantics: identity, storage, version counter, allocations."""
     import os
 
+    from grader.labs import check_lab_folders
     from grader.sandbox.limits import configured_uid
 
     configured_uid(os.environ)  # a typo here would otherwise surface mid-run
+    check_lab_folders()  # INPLACE_GRADER_LABS, likewise
 
 
 @main.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -39,7 +40,7 @@ def describe_callable(obj: Any) -> dict[str, Any]:
     return {"kind": kind, "parameters": parameters, "methods": methods}
 
 
-def describe_module(module: ModuleType, names: list[str]) -> dict[str, Any]:
+def describe_module(module: ModuleType, names: Sequence[str]) -> dict[str, Any]:
     """Child side: `describe_callable` for each lab name, None for a name not defined."""
     return {
         name: describe_callable(getattr(module, name)) if hasattr(module, name) else None

@@ -14,6 +14,7 @@ Runs in the sandbox child before the submission is imported, with the policy sca
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from grader.checks.source import Attributed, Source, attribute, parse
 
@@ -75,7 +76,7 @@ PATCHABLE = {"torch", "json", "builtins", "os", "struct", "io", "functools", "ma
              "numpy", "np", "ctypes", "inspect", "gc", "importlib", "grader", "traceback"}
 
 
-def integrity_uses(source: str | Source, *, names: list[str]) -> Attributed:
+def integrity_uses(source: str | Source, *, names: Sequence[str]) -> Attributed:
     """The findings, by lab name and at module level (which reaches every name)."""
     parsed = source if isinstance(source, Source) else parse(source)
     imported = _imported_modules(parsed)

@@ -16,7 +16,7 @@ import ast
 import functools
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from grader.checks.findings import PASS, Finding, fail
@@ -107,7 +107,7 @@ class CallRecorder:
 IMPORTERS = frozenset({"import_module", "__import__", "reload", "find_spec"})
 
 
-def static_uses(source: str | Source, *, package: str, names: list[str]
+def static_uses(source: str | Source, *, package: str, names: Sequence[str]
                 ) -> dict[str, list[str]]:
     """For each lab name, the source lines by which it reaches `package` (empty: none found).
 

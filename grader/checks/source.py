@@ -10,7 +10,7 @@ costs the child's bounded memory and time, never the grading process's.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 EVIDENCE_LIMIT = 5  # findings kept per lab name
@@ -68,7 +68,7 @@ class Attributed:
     anywhere: list[str]
 
 
-def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
+def attribute(source: Source, names: Sequence[str], matcher: Matcher) -> Attributed:
     """Each lab name's findings: in its own definition, or else the first helper it reaches
     (a definition that calls another one with findings is tainted by it)."""
     definitions = {stmt.name: nodes for stmt, nodes in source.statements
@@ -109,7 +109,7 @@ def attribute(source: Source, names: list[str], matcher: Matcher) -> Attributed:
     return Attributed({name: evidence.get(name, []) for name in names}, module, anywhere)
 
 
-def method_calls(source: Source, names: list[str]) -> dict[str, list[str]]:
+def method_calls(source: Source, names: Sequence[str]) -> dict[str, list[str]]:
     """`Class.method` to the lab functions its body calls by name, for each method of a lab
     class (`SGD.zero_grad` calling `zero_grad(self.params)`): so that a method failing only
     through a broken function of the same file is told so (engine/scoring.py

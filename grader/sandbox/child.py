@@ -10,13 +10,12 @@ left active) before the task's record is written.
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import linecache
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -46,6 +45,7 @@ from grader.sandbox.limits import (
     restrict_syscalls,
 )
 from grader.sandbox.outside_meter import OutsideMeter
+from grader.sandbox.probes_contract import import_probes
 from grader.sandbox.protocol import Job
 from grader.sandbox.wire import dumps
 
@@ -232,7 +232,7 @@ def _read_cases(job: Job, first_task: int) -> list[list[dict[str, Any]]]:
     return cases
 
 
-def scan_source(source: bytes, *, names: list[str], package: str) -> dict[str, Any]:
+def scan_source(source: bytes, *, names: Sequence[str], package: str) -> dict[str, Any]:
     """The policy and integrity scans of the source (a StaticScan as data), made here before
     any student code runs: the syntax tree's memory is this child's, never the grader's."""
     try:
@@ -307,7 +307,7 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, answer_fd: int, laye
     # docs/sandbox.md#numbers-behind-the-code.)
     torch._C._set_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
-    lab_probes = importlib.import_module(f"grader.labs.{job.lab}.probes")
+    lab_probes = import_probes(job.lab)  # the zygote's, where it warmed this lab up
     remaining = len(job.tasks) - first_task
     cuda = any(t.device == "cuda" for t in job.tasks[first_task:])
     limits = layers + apply_rlimits(job, cpu_budget_s=job.timeout_s * max(remaining, 1) + 5,
@@ -326,7 +326,10 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, answer_fd: int, laye
     # The zygote and the grading process, their threads and groups. In a process namespace
     # of its own the child cannot name them at all; the filter covers the hosts without one.
     protected = protected_targets([p for p in (job.zygote_pid, job.grader_pid) if p])
-    view = filesystem_view(readable=[Path(p) for p in SYSTEM_READABLE] + python_paths() + own,
+    # The grader's own folders (the labs' outside the package too), found while the child may
+    # still look at every path: after the uid drop a lab folder may not be visible.
+    trusted = python_paths()
+    view = filesystem_view(readable=[Path(p) for p in SYSTEM_READABLE] + trusted + own,
                            writable=[Path(job.scratch_path)] if job.scratch_path else [],
                            devices=cuda)  # its rules are made while every path can be opened
     if job.run_as is not None:
@@ -339,10 +342,10 @@ def run_job(job: Job, *, first_task: int, progress_fd: int, answer_fd: int, laye
     limits += filtered + (["ends with the worker"] if ends_with_worker and filtered else [])
     if job.search_path:
         sys.path.insert(0, job.search_path)  # helper modules the student keeps beside the file
-    static = scan_source(source, names=lab_probes.LAB_NAMES, package=job.forbidden_package)
+    static = scan_source(source, names=lab_probes.FUNCTIONS, package=job.forbidden_package)
     untrusted = [Path(job.submission_path)] + own + (
         [Path(job.scratch_path)] if job.scratch_path else [])
-    audit.install(trusted_roots=python_paths(), untrusted_roots=untrusted, report=progress,
+    audit.install(trusted_roots=trusted, untrusted_roots=untrusted, report=progress,
                   report_call=audit.progress_reporter(progress_fd, "C"),
                   protected_prefixes=PROTECTED_PACKAGES, loaded=inherited.loaded)
     watched = inherited.watched

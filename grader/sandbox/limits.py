@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import UsageError
+from grader.sandbox.probes_contract import lab_folders
 from grader.sandbox.protocol import Job
 
 
@@ -265,13 +266,16 @@ SYSTEM_READABLE = ("/usr", "/lib", "/lib64", "/bin", "/proc", "/sys/devices/syst
 
 
 def python_paths() -> list[Path]:
-    """The interpreter's own folders, the installed packages and this grader package."""
+    """The interpreter's own folders, the installed packages, this grader package and the
+    labs' folders outside it (INPLACE_GRADER_LABS): the instructor's, trusted like the
+    package (the audit hook's trusted roots; readable in the child's file-system view)."""
     import site
 
     import grader
 
     folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages(),
-               str(Path(grader.__file__).resolve().parent), torch_dir()}
+               str(Path(grader.__file__).resolve().parent), torch_dir(),
+               *map(str, lab_folders(os.environ))}
     return sorted(Path(f) for f in folders)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from grader.models import Limits
 from grader.sandbox.limits import choose_uid, job_uid, readable_by_others
+from grader.sandbox.probes_contract import LABS_VARIABLE, lab_folders
 from grader.sandbox.protocol import Job, JobOutcome, Task, TaskOutcome
 
 if TYPE_CHECKING:
@@ -102,6 +103,9 @@ def child_environment() -> dict[str, str]:
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    # The labs outside the package, made absolute: the worker runs in a folder of its own.
+    if folders := lab_folders(os.environ):
+        env[LABS_VARIABLE] = os.pathsep.join(map(str, folders))
     return env
 
 

@@ -39,6 +39,7 @@ from grader.sandbox.containment import (
     user_namespaces_work,
 )
 from grader.sandbox.limits import warm_up_layers
+from grader.sandbox.probes_contract import import_probes
 from grader.sandbox.protocol import Job, JobOutcome, StaticScan, TaskOutcome
 
 if TYPE_CHECKING:  # child.py imports torch, which must wait for the user namespace
@@ -428,8 +429,7 @@ def main(argv: list[str] | None = None) -> None:
 
     warm_up_layers()
     for lab in args.labs:
-        probes = importlib.import_module(f"grader.labs.{lab}.probes")
-        probes.warm_up()  # pay one-time lazy imports once, not in every child
+        import_probes(lab).warm_up()  # pay one-time lazy imports once, not in every child
     for module in args.preload:
         importlib.import_module(module)
     containment = Containment(namespaces, child.prepare(), user_namespace=user_namespace)

@@ -10,6 +10,8 @@ from functools import cache
 
 from grader.labs.autograd.inputs import Case
 
+# The lab's functions, in the order students meet them: the one statement of them (the
+# probes' FUNCTIONS and the judge's Lab.functions are this tuple).
 FUNCTIONS = ("update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias")
 IN_PLACE_ALLOWED = ("plain", "nonleaf", "no_grad_leaf")
 FORBIDDEN = ("leaf", "view_of_leaf", "unbind_view", "no_grad_view")

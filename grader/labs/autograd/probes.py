@@ -1,4 +1,7 @@
-"""Child side of the autograd lab: call each function on each case and record what happened."""
+"""Child side of the autograd lab: call each function on each case and record what happened.
+
+The members the sandbox calls are grader/sandbox/probes_contract.py's `LabProbes`.
+"""
 
 from __future__ import annotations
 
@@ -13,20 +16,20 @@ from grader.checks.allocation import AllocationTracker, warm_up_meters
 from grader.checks.api import describe_module
 from grader.labs.autograd.inputs import Case, build_start, build_value, draw, loss_weights
 from grader.labs.autograd.inputs import witnessed as witnessed
+from grader.labs.autograd.plan import FUNCTIONS as FUNCTIONS
 from grader.sandbox.child import call_student
 from grader.sandbox.outside_meter import NO_METER, OutsideMeter
 from grader.sandbox.probing import backward, gradcheck, no_grad, run_cases
 from grader.sandbox.witness import NO_ARENA, Arena
 
-LAB_NAMES = ["update_leaf_", "add_or_copy", "fixed_block", "snapshot", "alias"]
-
 
 def warm_up() -> None:
+    """Runs once in the zygote, so every child inherits it: the meters' one-time start-up."""
     warm_up_meters()
 
 
 def describe_api(module: ModuleType) -> dict[str, Any]:
-    return describe_module(module, LAB_NAMES)
+    return describe_module(module, FUNCTIONS)
 
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],

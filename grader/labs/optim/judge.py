@@ -44,8 +44,11 @@ from grader.labs.optim.inputs import (
 )
 from grader.labs.optim.plan import (
     ADAM_CONFIGS,
+    FORBIDDEN_PACKAGE,
+    FUNCTIONS,
     SGD_CONFIGS,
     SIGNATURES,
+    STATE_KEYS,
     lab_cases,
 )
 from grader.labs.optim.records import record_type
@@ -620,7 +623,7 @@ def validate_case(case: Case) -> None:
 
 
 def judge_no_optim(evidence: Evidence) -> Finding:
-    return judge_policy(package="torch.optim", static=evidence.static_policy,
+    return judge_policy(package=FORBIDDEN_PACKAGE, static=evidence.static_policy,
                         calls=evidence.policy_calls)
 
 
@@ -667,8 +670,8 @@ def _checks() -> tuple[CheckSpec, ...]:
         CheckSpec("sgd_step.grad_untouched", "side_effect", judge_sgd_step_grad,
                   shown_by=SGD_STEP_DID),
     ]
-    for cls, configs, keys in (("SGD", [*SGD_CONFIGS, "boundaries"], ("momentum_buffer",)),
-                               ("Adam", [*ADAM_CONFIGS, "boundaries"], ("exp_avg", "exp_avg_sq"))):
+    for cls, configs in (("SGD", [*SGD_CONFIGS, "boundaries"]),
+                         ("Adam", [*ADAM_CONFIGS, "boundaries"])):
         did = (f"{cls}.version_advances", *(f"{cls}.trajectory.{name}" for name in configs))
         checks.append(_signature_check(cls))
         checks.append(CheckSpec(f"{cls}.validation", "api", judge_validation(cls),
@@ -681,24 +684,24 @@ def _checks() -> tuple[CheckSpec, ...]:
             CheckSpec(f"{cls}.version_advances", "version", judge_version(cls)),
             CheckSpec(f"{cls}.no_history", "autograd", judge_history(cls),
                       shown_by=did),
-            CheckSpec(f"{cls}.state_kept", "identity", judge_state(cls, keys)),
+            CheckSpec(f"{cls}.state_kept", "identity", judge_state(cls, STATE_KEYS[cls])),
             CheckSpec(f"{cls}.grad_untouched", "side_effect", judge_grad_untouched(cls),
                       shown_by=did),
             CheckSpec(f"{cls}.zero_grad", "identity", judge_optimizer_zero_grad(cls)),
         ]
     checks += [CheckSpec(f"{name}.no_torch_optim", "policy", judge_no_optim, per_device=False,
                          policy="torch_optim")
-               for name in ("zero_grad", "sgd_step", "SGD", "Adam")]
+               for name in FUNCTIONS]
     return tuple(checks)
 
 
 LAB = Lab(
     name="optim",
     filename=FILENAME,
-    functions=("zero_grad", "sgd_step", "SGD", "Adam"),
+    functions=FUNCTIONS,
     checks=_checks(),
     cases=lab_cases,
-    forbidden_package="torch.optim",
+    forbidden_package=FORBIDDEN_PACKAGE,
     rubric_path=Path(__file__).with_name("rubric.toml"),
     validate_case=validate_case,
     witnessed=witnessed,

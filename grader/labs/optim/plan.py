@@ -1,4 +1,4 @@
-"""Lab optim's plan: its functions' cases and signatures, as data.
+"""Lab optim's plan: its functions, the cases each is graded on, and their signatures, as data.
 
 What the child-side probes may import (they run beside student code, which must never reach a
 judge or a reference): no expected values here, only which inputs each function is graded on.
@@ -11,6 +11,14 @@ from functools import cache
 from typing import Any
 
 from grader.labs.optim.inputs import Case
+
+# The lab's functions and classes, in the order students meet them: the one statement of
+# them (the probes' FUNCTIONS and the judge's Lab.functions are this tuple).
+FUNCTIONS = ("zero_grad", "sgd_step", "SGD", "Adam")
+# What no function may call (checks/policy.py): recorded in the child, judged in the grader.
+FORBIDDEN_PACKAGE = "torch.optim"
+# The state each optimizer keeps per parameter, which must keep its identity and memory.
+STATE_KEYS = {"SGD": ("momentum_buffer",), "Adam": ("exp_avg", "exp_avg_sq")}
 
 SHAPES = [[6, 4], [4], [2, 3, 2]]
 STEPS = 12

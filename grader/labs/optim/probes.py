@@ -1,6 +1,7 @@
 """Child side of the optim lab: run the submission on each case and record what happened.
 
-Everything returned is plain data or CPU tensors; no verdict is made here.
+Everything returned is plain data or CPU tensors; no verdict is made here. The members the
+sandbox calls are grader/sandbox/probes_contract.py's `LabProbes`.
 """
 
 from __future__ import annotations
@@ -29,15 +30,13 @@ from grader.labs.optim.inputs import (
     step_grads,
 )
 from grader.labs.optim.inputs import witnessed as witnessed
+from grader.labs.optim.plan import FORBIDDEN_PACKAGE, STATE_KEYS, lab_cases
+from grader.labs.optim.plan import FUNCTIONS as FUNCTIONS
 from grader.sandbox.audit import keep_originals
 from grader.sandbox.child import call_student
 from grader.sandbox.outside_meter import NO_METER, OutsideMeter
 from grader.sandbox.probing import no_grad, run_cases
 from grader.sandbox.witness import NO_ARENA, Arena
-
-LAB_NAMES = ["zero_grad", "sgd_step", "SGD", "Adam"]
-FORBIDDEN_PACKAGE = "torch.optim"
-STATE_KEYS = {"SGD": ("momentum_buffer",), "Adam": ("exp_avg", "exp_avg_sq")}
 
 _recorder = CallRecorder(FORBIDDEN_PACKAGE)
 
@@ -53,9 +52,7 @@ def warm_up() -> None:
 
 def _draw_every_case() -> None:
     """Draw each case's inputs once here; the children copy them (inputs.py caches)."""
-    from grader.labs.optim.plan import lab_cases
-
-    for function in LAB_NAMES:
+    for function in FUNCTIONS:
         for case in lab_cases(function):
             params = build_params(case, "cpu")
             attach_grads(params, case.get("grads", ["normal"] * len(params)), case["seed"])
@@ -64,7 +61,7 @@ def _draw_every_case() -> None:
 
 
 def describe_api(module: ModuleType) -> dict[str, Any]:
-    return describe_module(module, LAB_NAMES)
+    return describe_module(module, FUNCTIONS)
 
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],

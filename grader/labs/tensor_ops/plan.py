@@ -13,6 +13,8 @@ import torch
 
 from grader.labs.tensor_ops.inputs import HALF, LAYOUTS, Case, view_of
 
+# The lab's functions, in the order students meet them: the one statement of them (the
+# probes' FUNCTIONS and the judge's Lab.functions are this tuple).
 FUNCTIONS = ("relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_")
 REDUCTIONS = ("normalize_", "standardize_", "softmax_")
 EDGE_LAYOUTS = ("zero_dim", "empty")

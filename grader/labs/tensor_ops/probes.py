@@ -1,4 +1,7 @@
-"""Child side of tensor_ops: call each function on each case and record what happened."""
+"""Child side of tensor_ops: call each function on each case and record what happened.
+
+The members the sandbox calls are grader/sandbox/probes_contract.py's `LabProbes`.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ from grader.labs.tensor_ops.inputs import (
     view_of,
 )
 from grader.labs.tensor_ops.inputs import witnessed as witnessed
+from grader.labs.tensor_ops.plan import FUNCTIONS as FUNCTIONS
+from grader.labs.tensor_ops.plan import lab_cases
 from grader.sandbox.child import call_student
 from grader.sandbox.outside_meter import NO_METER, OutsideMeter
 from grader.sandbox.probing import (
@@ -40,23 +45,19 @@ from grader.sandbox.probing import (
 )
 from grader.sandbox.witness import NO_ARENA, Arena
 
-LAB_NAMES = ["relu_", "clamp_", "axpy_", "ema_update_", "normalize_", "standardize_", "softmax_"]
-
 
 def warm_up() -> None:
     """Runs once in the zygote, so every child inherits it: the meters' one-time start-up, and
     every case's inputs drawn once (inputs.py caches them; a child copies instead of drawing)."""
-    from grader.labs.tensor_ops.plan import lab_cases
-
     warm_up_meters()
-    for function in LAB_NAMES:
+    for function in FUNCTIONS:
         for case in lab_cases(function):
             build_base(case, "cpu")
             build_other(case, "cpu")
 
 
 def describe_api(module: ModuleType) -> dict[str, Any]:
-    return describe_module(module, LAB_NAMES)
+    return describe_module(module, FUNCTIONS)
 
 
 def probe(module: ModuleType, function: str, *, device: str, cases: list[Case],
