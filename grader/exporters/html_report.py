@@ -17,7 +17,7 @@ import io
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
 from typing import Any, get_args
@@ -273,7 +273,7 @@ def class_report_html(reports: Iterable[Report], *, lab: str, lang: str = "en") 
         feedback={s.student: feedback_href(s.student) for s in students},
         graded_count=counted.graded, overview=_overview(summary, len(students), lang),
         charts=_charts(summary, by_function, by_kind) if counted.graded else {},
-        mistakes=counted.mistakes(), shown_mistakes=TOP_MISTAKES,
+        mistakes=[in_language(m, lang) for m in counted.mistakes()], shown_mistakes=TOP_MISTAKES,
         hidden=counted.hidden_results(),
         problems=[s for s in students if s.status != GRADED],
         flagged=[s for s in students if s.integrity],
@@ -300,6 +300,15 @@ def _environment() -> Environment:
                        autoescape=select_autoescape(("html", "j2"), default=True),
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                        keep_trailing_newline=True)
+
+
+def in_language(mistake: Mistake, lang: str) -> Mistake:
+    """The mistake with its check named in the page's language (a lab check's name comes from
+    the catalog by its id; a hidden case's or a runtime row's keeps the name it was graded
+    with). The example message stays as the student's report worded it."""
+    if "@" in mistake.check_id or mistake.check_id.endswith(".runtime"):
+        return mistake
+    return replace(mistake, name=feedback.check_name(mistake.check_id, lang))
 
 
 def _status_words(lang: str) -> dict[str, str]:

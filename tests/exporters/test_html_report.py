@@ -3,6 +3,7 @@ languages, and as a real browser shows it."""
 
 from __future__ import annotations
 
+import html
 import io
 import re
 import shutil
@@ -189,6 +190,20 @@ def test_korean_comes_from_the_catalog(reports: list[Report]) -> None:
     assert {words["distribution"], words["mistakes"], words["table"]} <= headings
     assert tree.findtext(".//title") == words["title"].format(lab="optim")
     assert feedback.catalog("en")["report"]["mistakes"] not in headings
+
+
+def test_a_page_in_korean_names_each_mistakes_check_in_korean(reports: list[Report]) -> None:
+    """The reports were worded in English; the page rebuilt in Korean names their checks from
+    the catalog by id (the example message stays as the student's report has it)."""
+    page = class_report_html(reports, lab="optim", lang="ko")
+    failed = {c.id for r in reports for c in r.checks if c.status == "failed"
+              and "@" not in c.id and not c.id.endswith(".runtime")}
+    assert failed
+    for check_id in failed:
+        korean, english = feedback.check_name(check_id, "ko"), feedback.check_name(check_id, "en")
+        assert korean != english
+        if check_id in page:  # one of the mistakes shown
+            assert html.escape(korean, quote=False) in page and english not in page, check_id
 
 
 def test_written_from_an_out_folder_even_an_empty_one(tmp_path: Path,
