@@ -10,7 +10,8 @@ arguments swapped, a boolean operator turned. A mutant is *caught* when its repo
 least one check; one that earns full marks *survives*. A survivor is
 either a gap in the grader or an *equivalent* mutant (it behaves as the solution does wherever
 the lab's contract says anything): those are listed, each with its reason, in
-bench/equivalent_mutants.toml, and tests/test_mutation.py holds every listed one to full marks.
+bench/equivalent_mutants.toml, and tests/known/test_mutation.py holds every listed one to full
+marks.
 
 Prints, per lab and per operator, caught / total and caught / non-equivalent, then every
 survivor that is not listed as equivalent. Usage:

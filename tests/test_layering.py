@@ -172,3 +172,27 @@ def test_judging_and_scoring_never_word() -> None:
                 and module.startswith(("grader.checks", "grader.labs", "grader.sandbox",
                                        "grader.engine"))}
     assert speakers <= wording, speakers - wording
+
+
+# Suites that grade the product from outside any one module: the known submissions (and the
+# example class, the mutants of the solutions, the CUDA comparison), and the attacks.
+WHOLE_PRODUCT = {"known", "hostile"}
+
+
+def test_every_test_file_sits_in_the_folder_mirroring_its_module() -> None:
+    """tests/<folder>/ for grader/<folder>/ (a package), tests/test_<module>*.py for a module
+    grader/<module>.py; the whole-product suites in their own folders."""
+    tests = Path(__file__).parent
+    misplaced = []
+    for path in sorted(tests.rglob("test_*.py")):
+        folder = path.parent.relative_to(tests).parts
+        if folder and folder[0] in WHOLE_PRODUCT:
+            continue
+        if folder:
+            if not (PACKAGE.joinpath(*folder) / "__init__.py").is_file():
+                misplaced.append(str(path.relative_to(tests)))
+        elif path.stem != "test_layering" and not any(
+                path.stem == f"test_{module.stem}" or path.stem.startswith(f"test_{module.stem}_")
+                for module in PACKAGE.glob("*.py")):
+            misplaced.append(path.name)
+    assert misplaced == []

@@ -25,7 +25,7 @@ from grader.checks.allocation import (
     full_size_temporaries,
     over_budget,
 )
-from tests.test_known_submissions import CASES, expected_failures
+from tests.known.test_known_submissions import CASES, expected_failures
 
 # Builds fresh inputs, returns (the call to measure, size in bytes of the updated tensor).
 Run = Callable[[], tuple[Callable[[], object], int]]

@@ -3,7 +3,7 @@ references it took before (grader/sandbox/probing.py PROBE_CAPTURES), so a submi
 rebinds a name in a namespace the tamper watch does not cover (torch.autograd, say) changes
 nothing the probes do.
 
-The attacks are lab autograd's (tests/test_hostile.py runs lab optim's): each is the unfixed
+The attacks are lab autograd's (tests/hostile/test_attacks.py runs lab optim's): each is the unfixed
 block (tests/submissions/autograd/fixed_block_is_buggy.py) with one line added that would pass
 its `gradcheck` or its `backward`; the block must still lose those points (a replacement the
 tamper watch sees fails the function, which gains nothing either).

@@ -17,7 +17,7 @@ from grader.hidden import load_hidden_file
 from grader.platforms.nbgrader.source import write_source_notebook
 from grader.platforms.nbgrader.verify import notebook_submission, verify_assignment
 from grader.stubs import strip_markers
-from tests.test_nbgrader import (
+from tests.platforms.test_nbgrader import (
     ASSIGNMENT,
     HIDDEN,
     NOTEBOOK,

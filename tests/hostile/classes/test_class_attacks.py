@@ -2,7 +2,7 @@
 a classmate's or a root-only file, a file that cannot be read, a helper changed behind a
 reused report. Each student keeps exactly one row of their own, and the run goes on.
 
-(The single-file attacks beside this folder are run by tests/test_hostile.py; these need a
+(The single-file attacks beside this folder are run by tests/hostile/test_attacks.py; these need a
 class folder, so each builds its own.)
 """
 

@@ -15,7 +15,7 @@ import pytest
 
 from grader.sandbox import Sandbox
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load_bench() -> ModuleType:

@@ -44,8 +44,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parents[1]
-HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
+ROOT = Path(__file__).resolve().parents[2]
+HOSTILE = sorted((Path(__file__).parent).glob("*.py"))
 LIMITS = Limits(timeout_s=3, memory_bytes=2 * 1024**3)
 OPTIONS = CheckOptions(device="cpu", lang="en", limits=LIMITS)
 # Four functions, each at most the timeout, plus starting workers: a generous bound that a
@@ -231,7 +231,7 @@ def test_no_attack_lowers_a_classmates_score(world: dict[str, str], full_marks: 
     solution = (ROOT / "solutions" / "optim" / "optimizer.py").read_text()
     for index, name in enumerate(NEIGHBOURS):
         (subs / f"{index:02d}a_{name}.py").write_text(
-            filled(Path(__file__).parent / "hostile" / f"{name}.py", world))
+            filled(Path(__file__).parent / f"{name}.py", world))
         for after in range(2):
             (subs / f"{index:02d}b_classmate{after}.py").write_text(solution)
     out = tmp_path / "out"
@@ -261,7 +261,7 @@ def test_without_root_the_namespaces_contain_the_same_attacks(world: dict[str, s
     solution = ROOT / "solutions" / "optim" / "optimizer.py"
     with Sandbox(["optim"], run_as=None, user_namespace=True) as sandbox:
         for name in BEYOND_THE_CHILD:
-            path = Path(__file__).parent / "hostile" / f"{name}.py"
+            path = Path(__file__).parent / f"{name}.py"
             submission = tmp_path / f"{name}.py"
             submission.write_text(filled(path, world))
             report = check_submission(submission, lab="optim", options=OPTIONS,

@@ -22,13 +22,14 @@ from grader.engine import CheckOptions, check_submission
 from grader.labs import LAB_FILES, get_lab
 from grader.models import Report
 from grader.sandbox import Sandbox
+from tests.conftest import ROOT
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-SUBMISSIONS = Path(__file__).parent / "submissions"
+SUBMISSIONS = ROOT / "tests" / "submissions"
 CASES = sorted(SUBMISSIONS.glob("*/*.py"))
 
 

@@ -20,9 +20,9 @@ from grader.engine import CheckOptions
 from grader.grades import load_reports
 from grader.layouts import discover
 from grader.models import Limits, Report
-from tests.conftest import full_marks
+from tests.conftest import ROOT, full_marks
 
-KNOWN = Path(__file__).parent / "submissions" / "optim"
+KNOWN = ROOT / "tests" / "submissions" / "optim"
 
 
 def copy(name: str, target: Path) -> Path:

@@ -27,7 +27,7 @@ def test_buggy_example_is_caught_on_cuda_too() -> None:
 
 
 def test_every_known_mistake_gets_the_same_verdicts_on_cuda() -> None:
-    from tests.test_known_submissions import CASES, expected_failures
+    from tests.known.test_known_submissions import CASES, expected_failures
 
     for path in CASES:
         report = check_submission(path, lab=path.parent.name, options=CheckOptions(device="cuda"))

@@ -45,7 +45,7 @@ from grader.sandbox import Sandbox
 from grader.stubs import BEGIN, strip_markers
 from grader.submission import notebook_source
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 HIDDEN = {lab: ROOT / "examples" / lab / "hidden.toml" for lab in LAB_FILES}
 BUGGY = ROOT / "tests" / "submissions" / "optim" / "sgd_step_data_assign.py"

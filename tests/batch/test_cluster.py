@@ -27,8 +27,9 @@ from grader.models import Limits
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
 from grader.batch.cluster import ClusterExecutor  # noqa: E402  (Dask is there)
+from tests.conftest import ROOT  # noqa: E402
 
-KNOWN = Path(__file__).parent / "submissions" / "optim"
+KNOWN = ROOT / "tests" / "submissions" / "optim"
 # Known mistakes and correct idioms, a folder submission with a helper module of its own,
 # and a file that does not import: every kind of row a gradebook has.
 NAMES = ("reference_copy", "SGD_args_reordered", "Adam_no_bias_correction", "Adam_missing",
