@@ -104,6 +104,9 @@ def test_saves_are_graded_again_with_what_changed(tmp_path: Path, solution_sourc
         failed = {c.id for c in first.report.checks if c.status == "failed"}
         assert failed and all(check.startswith("sgd_step.") for check in failed)
 
+        worker = children(os.getpid()) - before
+        assert len(worker) == 1
+        os.kill(worker.pop(), signal.SIGKILL)  # a worker that died: the next run starts another
         save(path, solution_source)  # the fix
         fixed = watching.next()
         assert fixed.report is not None and fixed.report.score == fixed.report.max_score

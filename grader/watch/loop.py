@@ -145,11 +145,12 @@ class _Loop:
 
     def _graded(self, submission: Submission, started: float) -> Report:
         """The report of `submission`; a worker that died is replaced once and the run retried
-        (a zygote killed from outside, or by the machine's memory limit)."""
+        (a zygote killed from outside, or by the machine's memory limit: its pipe is broken
+        when the job is sent, or its answer never comes)."""
         try:
             return grade_submission(submission, lab=self.lab, options=self.options,
                                     sandbox=self.worker.sandbox, started=started)
-        except SandboxError:
+        except (SandboxError, BrokenPipeError):
             self.worker.restart()
             return grade_submission(submission, lab=self.lab, options=self.options,
                                     sandbox=self.worker.sandbox, started=started)
@@ -163,9 +164,12 @@ class _Loop:
         self.digest = digest
         return self._deliver(problem=problem)
 
-    def _deliver(self, **outcome: object) -> Run:
+    def _deliver(self, *, report: Report | None = None,
+                 import_failure: ImportFailure | None = None, problem: str = "",
+                 error: BaseException | None = None, changes: Changes | None = None) -> Run:
         self.number += 1
-        return Run(number=self.number, lab=self.lab, path=self.path, **outcome)  # type: ignore[arg-type]
+        return Run(number=self.number, lab=self.lab, path=self.path, report=report,
+                   import_failure=import_failure, problem=problem, error=error, changes=changes)
 
 
 def _digest(submission: Submission, *, folder: bool) -> str:
