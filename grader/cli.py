@@ -228,9 +228,7 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
     except Exception as exc:  # an internal error: one line unless --debug
         if debug:
             raise
-        click.echo(f"{PROG}: internal error: {exc.__class__.__name__}: {exc} "
-                   "(run again with --debug and report it)", err=True)
-        sys.exit(ExitCode.INTERNAL)
+        _internal_error(exc)
     if report.error and output_format == "text":  # nothing to grade: one line, exit 2
         _usage_error(report.error)
     if output_format != "text":
@@ -239,6 +237,12 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
         render_text(report, Console(highlight=False), lang=lang, debug=debug,
                     failed_only=failed_only)
     sys.exit(report.return_code)
+
+
+def _internal_error(exc: Exception) -> NoReturn:
+    click.echo(f"{PROG}: internal error: {exc.__class__.__name__}: {exc} "
+               "(run again with --debug and report it)", err=True)
+    sys.exit(ExitCode.INTERNAL)
 
 
 def _watch(submission: Path, *, lab: str | None, options: Any, as_json: bool, debug: bool,
@@ -270,9 +274,7 @@ def _watch(submission: Path, *, lab: str | None, options: Any, as_json: bool, de
     except Exception as exc:  # an internal error: one line unless --debug
         if debug:
             raise
-        click.echo(f"{PROG}: internal error: {exc.__class__.__name__}: {exc} "
-                   "(run again with --debug and report it)", err=True)
-        sys.exit(ExitCode.INTERNAL)
+        _internal_error(exc)
     sys.exit(ExitCode.OK)
 
 
