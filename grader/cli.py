@@ -185,19 +185,29 @@ def main() -> None:
 @click.option("--debug", is_flag=True, help="Show tracebacks and the submission's output.")
 @click.option("--failed-only", is_flag=True,
               help="List only the failed checks (and a line per function that passed).")
+@click.option("--watch", is_flag=True,
+              help="Grade again each time the file (the folder, the notebook) is saved, "
+                   "with the sandbox kept warm; Ctrl-C stops. --format json: a line per run.")
 def check(submission: Path, lab: str | None, device: str, output_format: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
-          hidden_path: Path | None, integrity: str, debug: bool, failed_only: bool) -> None:
+          hidden_path: Path | None, integrity: str, debug: bool, failed_only: bool,
+          watch: bool) -> None:
     """Grade one submission (a .py file, a folder or a notebook)."""
     from grader.engine import DoesNotImport, check_submission, error_report
     from grader.labs import infer_lab_name
     from grader.render import print_import_failure, render_text
     from grader.submission import SubmissionError
 
+    if watch and output_format not in ("text", "json"):
+        _usage_error(f"--watch prints text or json, not {output_format}; run "
+                     f"`check --format {output_format}` once without --watch")
     options = check_options(device=device, lang=lang, timeout=timeout, memory_mib=memory_mib,
                             rubric_path=rubric_path, hidden=_load_hidden(hidden_path),
                             integrity=integrity)
     lang = options.lang
+    if watch:
+        _watch(submission, lab=lab, options=options, as_json=output_format == "json",
+               debug=debug, failed_only=failed_only)
     try:
         report = check_submission(submission, lab=lab, options=options,
                                   fast_answers=output_format == "text")
@@ -218,9 +228,7 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
     except Exception as exc:  # an internal error: one line unless --debug
         if debug:
             raise
-        click.echo(f"{PROG}: internal error: {exc.__class__.__name__}: {exc} "
-                   "(run again with --debug and report it)", err=True)
-        sys.exit(ExitCode.INTERNAL)
+        _internal_error(exc)
     if report.error and output_format == "text":  # nothing to grade: one line, exit 2
         _usage_error(report.error)
     if output_format != "text":
@@ -229,6 +237,45 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
         render_text(report, Console(highlight=False), lang=lang, debug=debug,
                     failed_only=failed_only)
     sys.exit(report.return_code)
+
+
+def _internal_error(exc: Exception) -> NoReturn:
+    click.echo(f"{PROG}: internal error: {exc.__class__.__name__}: {exc} "
+               "(run again with --debug and report it)", err=True)
+    sys.exit(ExitCode.INTERNAL)
+
+
+def _watch(submission: Path, *, lab: str | None, options: Any, as_json: bool, debug: bool,
+           failed_only: bool) -> NoReturn:
+    """`check --watch`: the loop of grader/watch, drawn on the screen or a JSON line per run.
+    Ctrl-C while it waits for a save ends it with 0; during a run, with 130."""
+    from grader.engine import error_report
+    from grader.views import STAFF
+    from grader.watch import Run, watch_submission
+    from grader.watch.screen import draw
+
+    console = Console(highlight=False)
+
+    def on_run(run: Run) -> None:
+        if not as_json:
+            draw(run, console, lang=options.lang, debug=debug, failed_only=failed_only)
+            return
+        report = run.report or error_report(lab=run.lab, submission=str(run.path),
+                                             error=run.problem, options=options)
+        click.echo(STAFF.of(report).report.model_dump_json())  # one line, flushed
+
+    try:
+        watch_submission(submission, lab=lab, options=options, on_run=on_run,
+                         fast_answers=not as_json)
+    except KeyboardInterrupt:  # during a run (while waiting, the loop just ends)
+        sys.exit(ExitCode.INTERRUPTED)
+    except UsageError:
+        raise  # one line, exit 2 (GraderGroup.main)
+    except Exception as exc:  # an internal error: one line unless --debug
+        if debug:
+            raise
+        _internal_error(exc)
+    sys.exit(ExitCode.OK)
 
 
 @main.command()

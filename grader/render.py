@@ -88,12 +88,13 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
 
 
 def print_import_failure(console: Console, failure: ImportFailure, *, lang: str,
-                         debug: bool = False) -> None:
+                         debug: bool = False, watching: bool = False) -> None:
     """A file that does not parse, told before anything ran: the block a full report shows,
-    and what to do next."""
+    and what to do next (`watching`: save the file again, as `check --watch` runs)."""
     _print_failure(console, failure, lang=lang, debug=debug, count=1)
     console.print()
-    console.print(feedback.ui("nothing_graded", lang, file=failure.file), style="red")
+    next_step = "watch_nothing_graded" if watching else "nothing_graded"
+    console.print(feedback.ui(next_step, lang, file=failure.file), style="red")
     if not debug and failure.debug:
         console.print(feedback.ui("debug_hint", lang), style="dim")
 

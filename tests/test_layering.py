@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"grader.submission", "grader.import_failure", "grader.hidden", "grader.quick_answers"},
     {"grader.summary", "grader.views", "grader.render"},
     {"grader.engine"},  # one submission: observe, judge, score, word
+    {"grader.watch"},  # one submission again at each save (check --watch)
     {"grader.exporters", "grader.formats"},
     {"grader.grades"},  # the grades folder: reports, feedback files, class files
     {"grader.batch"},  # a class: the run over its executors (local, cluster)
