@@ -58,8 +58,7 @@ def mismatch(
         return None
     diff = torch.where(bad, diff, torch.zeros_like(diff)).nan_to_num(nan=math.inf)
     flat = int(torch.argmax(diff))
-    index = (tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape))
-             if a.dim() else ())
+    index = unravel(flat, tuple(a.shape))
     return {
         "reason": "values",
         "mismatched": count,
@@ -72,3 +71,13 @@ def mismatch(
         "rtol": rtol,
         "atol": atol,
     }
+
+
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` of a row-major tensor of `shape` (torch.unravel_index
+    imports sympy on its first call: a student's first failing report waited for it)."""
+    index = []
+    for size in reversed(shape):
+        flat, position = divmod(flat, size) if size else (flat, 0)
+        index.append(position)
+    return tuple(reversed(index))

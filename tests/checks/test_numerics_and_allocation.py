@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import math
+
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.checks.allocation import AllocationTracker, describe_bytes, full_size_temporaries
-from grader.checks.numerics import mismatch
+from grader.checks.numerics import mismatch, unravel
 
 
 def test_mismatch_reports_count_location_and_tolerance() -> None:
@@ -36,3 +40,13 @@ def test_tracker_names_the_op_of_a_full_size_temporary() -> None:
         p -= 0.1 * g
     (event,) = full_size_temporaries(tracker.events, numel=1000)
     assert event["op"] == "aten::mul" and describe_bytes(event["nbytes"]) == "3.9 KB"
+
+
+@settings(deadline=None)  # torch.unravel_index imports sympy on its first call
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=4), st.data())
+def test_unravel_finds_the_index_torch_finds(shape: list[int], data: st.DataObject) -> None:
+    assert unravel(0, ()) == ()  # a 0-d tensor's one element
+    count = math.prod(shape)
+    flat = data.draw(st.integers(0, count - 1))
+    expected = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(shape)))
+    assert unravel(flat, tuple(shape)) == expected
