@@ -16,6 +16,7 @@ from grader.checks.core import computes
 from grader.engine import CheckOptions, check_submission
 from grader.labs import get_lab
 from grader.sandbox import Sandbox
+from tests.conftest import SharedSandboxes
 
 # --- the rule ----------------------------------------------------------------------------------
 
@@ -164,12 +165,6 @@ def _scores(path: Path, lab: str, sandbox: Sandbox) -> dict[str, float]:
     return dict(scores)
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(["autograd", "optim", "tensor_ops"]) as running:
-        yield running
-
-
 LABS = {
     "tensor_ops": (TENSOR_OPS, ("relu_", "clamp_", "axpy_", "ema_update_", "normalize_",
                                 "standardize_", "softmax_")),
@@ -181,7 +176,7 @@ LABS = {
 @pytest.mark.parametrize("lab", sorted(LABS))
 @pytest.mark.parametrize("write", sorted(WRITES))
 def test_a_no_op_write_earns_what_pass_earns(lab: str, write: str, tmp_path: Path,
-                                             sandbox: Sandbox) -> None:
+                                             sandboxes: SharedSandboxes) -> None:
     template, functions = LABS[lab]
     filename = get_lab(lab).filename
     sgd = lab == "optim"
@@ -190,6 +185,7 @@ def test_a_no_op_write_earns_what_pass_earns(lab: str, write: str, tmp_path: Pat
                          (empty, _source(template, None, sgd=sgd))):
         path.parent.mkdir()
         path.write_text(source)
+    sandbox = sandboxes(lab)
     got, want = _scores(noop, lab, sandbox), _scores(empty, lab, sandbox)
     assert all(want[f] > 0 for f in functions), want  # both imported: signatures earned
     assert {f: got[f] for f in functions} == {f: want[f] for f in functions}
