@@ -8,10 +8,11 @@ submissions/, tests/hostile/) live in tests/known/; a test of bench/X.py in test
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import torch
@@ -132,36 +133,122 @@ class SharedSandboxes:
 
     def __init__(self) -> None:
         self._running: dict[tuple[str, bool], Sandbox] = {}
+        self._idle: dict[tuple[str, bool], list[Sandbox]] = {}  # lent to batch workers
+        self._all: list[Sandbox] = []
         self._held: list[int] = []
+        self._lock = threading.Lock()  # batch workers borrow from their own threads
 
     def __call__(self, lab: str, *, preload: bool = True) -> Sandbox:
         key = (lab, preload)
         running = self._running.get(key)
         if running is not None and running._proc.poll() is not None:
             code = running._proc.returncode
-            self._running.pop(key).close()  # the next test gets a new one
+            del self._running[key]  # the next test gets a new one
             pytest.fail(f"the shared {lab} sandbox's worker ended (exit {code}) after an "
                         "earlier test: a submission graded there reached the zygote")
         if running is None:
-            from grader.sandbox import Sandbox
-            from grader.sandbox.limits import held_slot
-            from grader.sandbox.runner import BATCH_PRELOAD
-
-            slot, held = held_slot()
-            if held is not None:
-                self._held.append(held)
-            running = Sandbox([lab], uid_slot=slot, preload=BATCH_PRELOAD if preload else (),
-                              hold=held)
-            self._running[key] = running
+            running = self._running[key] = self._start(lab, preload=preload)
         return running
+
+    def lend(self, lab: str, *, preload: bool) -> SandboxLease:
+        """A sandbox of the pool that no one else holds until the lease is closed (one per
+        batch worker thread: a sandbox runs one job at a time)."""
+        key = (lab, preload)
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            sandbox = idle.pop() if idle else self._start(lab, preload=preload)
+        return SandboxLease(self, key, sandbox)
+
+    def give_back(self, key: tuple[str, bool], sandbox: Sandbox) -> None:
+        if sandbox._proc.poll() is None:  # one a job ended is not lent again
+            with self._lock:
+                self._idle[key].append(sandbox)
+
+    def _start(self, lab: str, *, preload: bool) -> Sandbox:
+        from grader.sandbox import Sandbox
+        from grader.sandbox.limits import held_slot
+        from grader.sandbox.runner import BATCH_PRELOAD
+
+        slot, held = held_slot()
+        if held is not None:
+            self._held.append(held)
+        started = Sandbox([lab], uid_slot=slot, preload=BATCH_PRELOAD if preload else (),
+                          hold=held)
+        self._all.append(started)
+        return started
 
     def close(self) -> None:
         try:
-            for running in self._running.values():
-                running.close()
+            for started in self._all:
+                started.close()
         finally:
             for held in self._held:
                 os.close(held)
+
+
+class SandboxLease:
+    """A pooled sandbox as a batch worker holds it: the sandbox's own methods, except that
+    `close` gives it back to the pool (with the zygote's peak memory so far, as `close`
+    leaves it in `peak_mib`)."""
+
+    def __init__(self, pool: SharedSandboxes, key: tuple[str, bool], sandbox: Sandbox) -> None:
+        self._pool, self._key, self._sandbox = pool, key, sandbox
+        self.peak_mib = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sandbox, name)
+
+    def __enter__(self) -> SandboxLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.peak_mib = self._sandbox.peak_rss_mib()
+        self._pool.give_back(self._key, self._sandbox)
+
+
+def lending(sandboxes: SharedSandboxes) -> type:
+    """A stand-in for the Sandbox class where the grader starts one: `Sandbox([lab], ...)`
+    lends a pooled sandbox (with the batch preload where it was asked for) instead."""
+    from grader.sandbox import Sandbox
+
+    class Lent:
+        protections = Sandbox.protections
+
+        def __new__(cls, labs: list[str], *, preload: tuple[str, ...] = (),
+                    **slot: object) -> SandboxLease:  # type: ignore[misc]
+            (lab,) = labs
+            return sandboxes.lend(lab, preload=bool(preload))
+
+    return Lent
+
+
+# Where the grader starts its sandboxes: a test that grades through the grader's own route
+# and is not about starting or ending a sandbox borrows them from the run's pool instead (two
+# torch imports saved per class graded, one per `check`). Each still gets a sandbox no one
+# else uses while it runs, whose zygote forks every submission a fresh child. Tests of
+# attacks on the zygote (tests/test_hostile.py) start their own.
+# The names patched are where batch.py and engine.py start them: keep them in step.
+
+
+@pytest.fixture
+def shared_batch_workers(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSandboxes) -> None:
+    """`grade_class`'s workers (batch.py's `_Workers`) borrow their sandboxes, with the batch
+    preload, for as long as their run lasts."""
+    import grader.batch
+
+    monkeypatch.setattr(grader.batch, "Sandbox", lending(sandboxes))
+
+
+@pytest.fixture
+def shared_check_sandboxes(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSandboxes) -> None:
+    """`check` and the platforms' runners (engine.py's `grade_submission` without a sandbox)
+    borrow `check`'s sandbox (no preload) for the one submission they grade."""
+    import grader.engine
+
+    monkeypatch.setattr(grader.engine, "Sandbox", lending(sandboxes))
 
 
 @pytest.fixture(scope="session")

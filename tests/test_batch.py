@@ -22,6 +22,9 @@ from grader.layouts import discover
 from grader.models import Limits, Report
 from tests.conftest import full_marks, grader_cli
 
+# The classes graded here borrow their workers' sandboxes (conftest.shared_batch_workers).
+pytestmark = pytest.mark.usefixtures("shared_batch_workers")
+
 KNOWN = Path(__file__).parent / "submissions" / "optim"
 
 

@@ -16,6 +16,9 @@ import pytest
 from grader.models import Report
 from tests.conftest import SOLUTION, STUB, grader_cli
 
+# `check` run in this process borrows its sandbox (conftest.shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_check_sandboxes")
+
 run = grader_cli
 
 

@@ -26,6 +26,9 @@ from grader.models import Limits
 from tests.conftest import grader_cli
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
+# The local grades compared with the cluster's borrow their workers' sandboxes
+# (conftest.shared_batch_workers); the cluster's workers start their own.
+pytestmark = pytest.mark.usefixtures("shared_batch_workers")
 
 KNOWN = Path(__file__).parent / "submissions" / "optim"
 # Known mistakes and correct idioms, a folder submission with a helper module of its own,

@@ -29,6 +29,10 @@ from grader.models import Limits, Report
 from grader.views import STUDENT, View
 from tests.conftest import SharedSandboxes, grader_cli
 
+# Classes and commands graded here borrow their sandboxes
+# (conftest.shared_batch_workers, shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_batch_workers", "shared_check_sandboxes")
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {lab: ROOT / "examples" / lab / "hidden.toml" for lab in LAB_FILES}
 TUNED = Path(__file__).parent / "hidden" / "sgd_step_tuned_to_public_lr.py"

@@ -19,6 +19,10 @@ import pytest
 
 from tests.conftest import ROOT, SOLUTION, Ran, full_marks, grader_cli
 
+# Commands run in this process borrow their sandboxes
+# (conftest.shared_batch_workers, shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_batch_workers", "shared_check_sandboxes")
+
 HIDDEN = ROOT / "examples" / "optim" / "hidden.toml"
 
 

@@ -16,6 +16,9 @@ from grader.models import CheckResult, Report
 from grader.views import STAFF, STUDENT, View
 from tests.conftest import ROOT, SOLUTION, SharedSandboxes, grader_cli
 
+# `check` run in this process borrows its sandbox (conftest.shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_check_sandboxes")
+
 KNOWN = ROOT / "tests" / "submissions" / "optim"
 
 

@@ -21,6 +21,9 @@ from grader.platforms.classroom50.result import result_json
 from grader.views import View
 from tests.conftest import ROOT, SOLUTION, grader_cli
 
+# Commands run in this process borrow their sandbox (conftest.shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_check_sandboxes")
+
 SCHEMA = json.loads(Path(__file__).with_name("classroom50_result.schema.json").read_text())
 KNOWN = ROOT / "tests" / "submissions" / "optim"
 ENV = {"CLASSROOM": "cs50ai", "ASSIGNMENT": "optim", "OWNER": "alice", "USERNAME": "alice",

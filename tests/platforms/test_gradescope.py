@@ -22,6 +22,9 @@ from grader.models import CheckResult, Report
 from grader.platforms.gradescope.results import results_json
 from tests.conftest import ROOT, SOLUTION, grader_cli
 
+# Commands run in this process borrow their sandbox (conftest.shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_check_sandboxes")
+
 SCHEMA = json.loads((Path(__file__).with_name("gradescope_results.schema.json")).read_text())
 HIDDEN = ROOT / "examples" / "optim" / "hidden.toml"
 KNOWN = ROOT / "tests" / "submissions" / "optim"
