@@ -20,7 +20,10 @@ from grader.engine import CheckOptions
 from grader.grades import load_reports
 from grader.layouts import discover
 from grader.models import Limits, Report
-from tests.conftest import ROOT, full_marks
+from tests.conftest import ROOT, full_marks, grader_cli
+
+# The classes graded here borrow their workers' sandboxes (conftest.shared_batch_workers).
+pytestmark = pytest.mark.usefixtures("shared_batch_workers")
 
 KNOWN = ROOT / "tests" / "submissions" / "optim"
 
@@ -120,8 +123,7 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     # `inplace-grader report` rebuilds it from the reports in another language.
     page = (out / "report.html").read_text()
     assert all(f'.txt">{student}</a></td>' in page for student in book), "a row per student"
-    rebuilt = subprocess.run([sys.executable, "-m", "grader", "report", str(out), "--lang", "ko"],
-                             capture_output=True, text=True, timeout=120)
+    rebuilt = grader_cli("report", str(out), "--lang", "ko")
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert '<html lang="ko">' in (out / "report.html").read_text()
 
@@ -165,6 +167,7 @@ def test_a_changed_submission_is_regraded(tmp_path: Path) -> None:
     assert again.reused == 0 and rows(out)["a"]["percent"] == "100.0"
 
 
+@pytest.mark.cli_subprocess
 def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     copy("reference_copy", subs / "alice.py")
