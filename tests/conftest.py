@@ -58,11 +58,13 @@ def _own_uids_per_xdist_worker() -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA device")
+    """A test that starts a Python of its own (`cli_subprocess`: a torch import or more) runs
+    with the slow ones, out of the `-m "not slow"` loop; CUDA tests skip without a device."""
+    skip = None if torch.cuda.is_available() else pytest.mark.skip(reason="needs a CUDA device")
     for item in items:
-        if "cuda" in item.keywords:
+        if "cli_subprocess" in item.keywords and "slow" not in item.keywords:
+            item.add_marker(pytest.mark.slow)
+        if skip is not None and "cuda" in item.keywords:
             item.add_marker(skip)
 
 

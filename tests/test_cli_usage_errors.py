@@ -162,6 +162,7 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_grading(tmp_p
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.cli_subprocess
 def test_a_rerun_with_another_rubric_is_refused_unless_forced(tmp_path: Path) -> None:
     from grader.engine.rubric import rubric_in_force, rubric_key
 

@@ -142,6 +142,7 @@ def test_a_submission_tuned_to_the_visible_cases_fails_only_hidden_checks(
     assert failed[0].max_score == 0.5 * points  # the case's weight times the check's points
 
 
+@pytest.mark.slow
 def test_hidden_points_count_when_a_submission_dies_or_is_missing(
         sandboxes: SharedSandboxes, tmp_path: Path) -> None:
     """max_score is the same for every student, and so is the part a student is shown: the

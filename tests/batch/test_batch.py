@@ -81,6 +81,7 @@ def test_ambiguous_and_empty_folders_are_per_student_errors(tmp_path: Path) -> N
     assert "several files in carol/" in found["carol"].error
 
 
+@pytest.mark.slow
 def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     copy("reference_copy", subs / "alice.py")
@@ -196,6 +197,7 @@ def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
     assert run.returncode == 2 and "no submissions found" in run.stderr
 
 
+@pytest.mark.slow
 def test_a_student_folder_may_import_its_own_helpers_but_not_other_students(
         tmp_path: Path) -> None:
     source = (KNOWN / "reference_copy.py").read_text()

@@ -32,7 +32,8 @@ from tests.conftest import ROOT  # noqa: E402
 
 # The local grades compared with the cluster's borrow their workers' sandboxes
 # (conftest.shared_batch_workers); the cluster's workers start their own.
-pytestmark = pytest.mark.usefixtures("shared_batch_workers")
+# Each test starts a real scheduler and workers (seconds each): slow.
+pytestmark = [pytest.mark.usefixtures("shared_batch_workers"), pytest.mark.slow]
 
 KNOWN = ROOT / "tests" / "submissions" / "optim"
 # Known mistakes and correct idioms, a folder submission with a helper module of its own,

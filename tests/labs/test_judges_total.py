@@ -190,6 +190,7 @@ def _records(draw: st.DrawFn, lab: Lab, function: str) -> dict[str, Any]:
     return records
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lab_name,function", _units(), ids=[f"{a}.{b}" for a, b in _units()])
 def test_every_judge_is_total_over_admitted_records(lab_name: str, function: str) -> None:
     lab = get_lab(lab_name)

@@ -118,6 +118,7 @@ def test_a_crash_and_an_empty_checkout_still_give_a_result(bundle: Path, tmp_pat
     assert "no optimizer.py in your submission" in empty["tests"][0]["message"]
 
 
+@pytest.mark.slow
 def test_a_timeout_is_a_failed_runtime_test(tmp_path: Path) -> None:
     source = SOLUTION.read_text().replace(
         "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n",

@@ -38,6 +38,7 @@ def by_function(report, function: str):
     return [c for c in report.checks if c.function == function and c.status != "skipped"]
 
 
+@pytest.mark.slow
 def test_a_hang_costs_only_that_function(make_submission, grade) -> None:
     path = make_submission((ZERO_GRAD_BODY, "    while True:\n        pass\n" + ZERO_GRAD_BODY))
     started = time.monotonic()
@@ -54,6 +55,7 @@ def test_a_hang_costs_only_that_function(make_submission, grade) -> None:
     assert report.score == report.max_score - sum(c.max_score for c in failed) > 0
 
 
+@pytest.mark.slow
 def test_a_hang_that_catches_base_exception_is_still_stopped(make_submission, grade) -> None:
     loop = ("    while True:\n        try:\n            time.sleep(10)\n"
             "        except BaseException:\n            pass\n")
