@@ -56,13 +56,23 @@ def worded_row(row: Scored, lab: Lab, lang: str, *, reproducer: Reproducer | Non
 
 def reproducer_text(reproducer: Reproducer, *, check_id: str, lab: Lab, lang: str,
                     notebook: bool = False) -> str:
+    """`_reproducer_text`, or "" where writing it fails: a reproducer is an aid, never the
+    reason a report is not written."""
+    try:
+        return _reproducer_text(reproducer, check_id=check_id, lab=lab, lang=lang,
+                                notebook=notebook)
+    except Exception:
+        return ""
+
+
+def _reproducer_text(reproducer: Reproducer, *, check_id: str, lab: Lab, lang: str,
+                     notebook: bool = False) -> str:
     """A reproducer as the student runs it: a comment saying what it shows and where to run
     it, the imports (none in a notebook, whose kernel defines the functions), then its lines,
     each assertion's message in `lang` (docs/semantics.md#reproducers)."""
-    words = feedback.catalog(lang)["reproducers"]
-    header = feedback.fill(words["header_notebook" if notebook else "header"],
-                           {"check": feedback.check_name(check_id, lang), "id": check_id,
-                            "file": lab.filename}, lang)
+    header = feedback.reproducer_words("header_notebook" if notebook else "header", lang,
+                                       check=feedback.check_name(check_id, lang), id=check_id,
+                                       file=lab.filename)
     body = [_code(line, lang) for line in reproducer.lines]
     # Imports a builder wrote where it needed them go to the top, each once.
     imports = [line for line in body if line.startswith(("import ", "from "))]
@@ -72,7 +82,7 @@ def reproducer_text(reproducer: Reproducer, *, check_id: str, lab: Lab, lang: st
     lines.append("")
     if any(isinstance(line, Close) for line in reproducer.lines):
         # See docs/semantics.md#numerics-tolerances: the child fills new memory with NaN.
-        lines += [f"# {words['deterministic']}",
+        lines += [f"# {feedback.reproducer_words('deterministic', lang)}",
                   "torch.use_deterministic_algorithms(True, warn_only=True)"]
     for line in body:
         if line not in imports and not (line == "" and lines[-1] == ""):
@@ -99,11 +109,10 @@ def _code(line: Line, lang: str) -> str:
 def _message_literal(key: str, params: dict[str, Any], lang: str) -> str:
     """The message of an assertion as a Python string literal; an f-string where a value is
     known only at run time (`Runtime`)."""
-    template = feedback.catalog(lang)["reproducers"][key]
     late = {name: value.around.replace("{}", "{" + value.expression + "}")
             for name, value in params.items() if isinstance(value, Runtime)}
     tokens = {name: f"\x00{index}\x00" for index, name in enumerate(late)}
-    text = feedback.fill(template, {**params, **tokens}, lang)
+    text = feedback.reproducer_words(key, lang, **{**params, **tokens})
     if not late:
         return repr(text)
     literal = repr(text.replace("{", "{{").replace("}", "}}"))

@@ -96,11 +96,17 @@ def _each(test: str, key: str, params: dict[str, Any], *, only: list[int] | None
           skip: str = "") -> list[Line]:
     """`test` asserted for each parameter `p` (its index `i`): those of `only` where given,
     unless `skip` holds."""
-    over = "enumerate(params)" if only is None else f"((i, params[i]) for i in {only})"
-    lines: list[Line] = [f"for i, p in {over}:"]
+    lines: list[Line] = (["for i, p in enumerate(params):"] if only is None
+                         else [f"for i in {only}:", "    p = params[i]"])
     if skip:
         lines += [f"    if {skip}:", "        continue"]
     return [*lines, Assert(test, key, params, indent=1)]
+
+
+def _with(case: Case, wanted: bool) -> list[int] | None:
+    """The parameters with a gradient (`wanted`), or without one; None where that is all."""
+    chosen = [i for i, kind in enumerate(case["grads"]) if (kind != "none") == wanted]
+    return None if len(chosen) == len(case["grads"]) else chosen
 
 
 def _param(index: str = "i", suffix: str = "") -> Runtime:
@@ -182,7 +188,7 @@ def _sgd_step(check: CheckSpec, case: Case, finding: Finding) -> list[Line] | No
         return [*lines, "before = [p.detach().clone() for p in params]", "", call,
                 *_each(f"p.grad is None and {same_values('p.detach()', 'before[i]')}",
                        "missing_grad_touched", about,
-                       only=[i for i, kind in enumerate(case["grads"]) if kind == "none"])]
+                       only=_with(case, False))]
     if key == "storage_replaced":
         return [*lines, "before = [p.data_ptr() for p in params]", "", call,
                 *_each("p.data_ptr() == before[i]", "storage_replaced", about)]
@@ -192,7 +198,7 @@ def _sgd_step(check: CheckSpec, case: Case, finding: Finding) -> list[Line] | No
     if key == "version_unchanged":
         return [*lines, "versions = [p._version for p in params]", "", call,
                 *_each("p._version > versions[i]", "version_unchanged", about,
-                       only=[i for i, kind in enumerate(case["grads"]) if kind != "none"])]
+                       only=_with(case, True))]
     if key == "param_history":
         return [*lines, "", call,
                 *_each("p.is_leaf and p.requires_grad and p.grad_fn is None", "param_history",
@@ -204,7 +210,7 @@ def _sgd_step(check: CheckSpec, case: Case, finding: Finding) -> list[Line] | No
                 *_each(f"p.grad is grads[i] and {same_values('p.grad', 'before[i]')} and "
                        "p.grad._version == versions[i]", "grad_modified",
                        {"function": "sgd_step", "tensor": _param(suffix=".grad")},
-                       only=[i for i, kind in enumerate(case["grads"]) if kind != "none"])]
+                       only=_with(case, True))]
     return None
 
 
