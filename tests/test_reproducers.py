@@ -2,11 +2,12 @@
 reference solution (docs/semantics.md#reproducers).
 
 For each file of tests/submissions/<lab>/ that fails checks, its failed checks' reproducers
-run in a fresh interpreter beside a copy of the file, named as the lab's file: each must
-raise AssertionError. The same reproducers beside solutions/<lab>/ must all run clean. One
-interpreter runs all of a file's reproducers, each in its own namespace with the student's
-module imported afresh (tests/reproducers_runner.py). The reports are the ones
-tests/test_known_submissions.py graded, where both run in one session.
+run in a fresh process beside a copy of the file, named as the lab's file: each must raise
+AssertionError. The same reproducers beside solutions/<lab>/ must all run clean. A process
+runs all of one file's reproducers, each in its own namespace with the student's module
+imported afresh; the processes are forked from one that loaded torch once
+(tests/reproducers_runner.py). The reports are the ones tests/test_known_submissions.py
+graded, where both run in one session.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from tests.test_known_submissions import CASES, expected_failures, graded
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).with_name("reproducers_runner.py")
 MISTAKES = [path for path in CASES if expected_failures(path)]
+LABS = sorted({path.parent.name for path in MISTAKES})
+# Of the failed checks a student sees that hold a property of the code, the share with a
+# reproducer may not fall below this (bench/reproducers.py measures it: 94% to 99%).
+COVERAGE = 0.9
 
 
 @pytest.fixture(scope="module")
@@ -49,50 +54,67 @@ def reproducers_of(report: Report) -> dict[str, str]:
             if check.status == "failed" and check.reproducer}
 
 
-def run_beside(source: Path, lab: str, reproducers: dict[str, str], folder: Path
-               ) -> dict[str, str]:
-    """Each reproducer's outcome ("ok", "AssertionError", or another exception) run in one
-    fresh interpreter, beside a copy of `source` named as the lab's file."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(source, folder / LAB_FILES[lab])
-    (folder / "reproducers.json").write_text(json.dumps(reproducers))
+def run_beside(jobs: list[tuple[Path, dict[str, str]]], lab: str, folder: Path
+               ) -> list[dict[str, str]]:
+    """Each job's reproducers run beside a copy of its source file named as the lab's file,
+    one fresh process per job: each reproducer's outcome ("ok", "AssertionError", or another
+    exception), job by job."""
+    listed = []
+    for index, (source, reproducers) in enumerate(jobs):
+        place = folder / str(index)
+        place.mkdir(parents=True)
+        shutil.copy(source, place / LAB_FILES[lab])
+        listed.append({"folder": str(place), "module": LAB_FILES[lab].removesuffix(".py"),
+                       "reproducers": reproducers})
+    (folder / "jobs.json").write_text(json.dumps(listed))
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, str(RUNNER), str(folder / "reproducers.json"),
-                           str(folder / "outcomes.json"), LAB_FILES[lab].removesuffix(".py")],
-                          cwd=folder, env=environment, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, str(RUNNER), str(folder / "jobs.json"),
+                           str(folder / "outcomes.json")], cwd=folder, env=environment,
+                          capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
-    outcomes: dict[str, str] = json.loads((folder / "outcomes.json").read_text())
-    return outcomes
+    found = json.loads((folder / "outcomes.json").read_text())
+    return [found[job["folder"]] for job in listed]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", MISTAKES, ids=[f"{p.parent.name}/{p.stem}" for p in MISTAKES])
-def test_each_reproducer_fails_beside_its_mistake(path: Path, sandbox: Sandbox,
-                                                  tmp_path: Path) -> None:
-    lab = path.parent.name
-    reproducers = reproducers_of(graded(path, sandbox))
-    if not reproducers:
-        pytest.skip("no failed check has a reproducer")
-    assert not [line for code in reproducers.values() for line in self_reliance(code)]
-    outcomes = run_beside(path, lab, reproducers, tmp_path)
-    wrong = {name: outcome for name, outcome in outcomes.items() if outcome != "AssertionError"}
-    assert not wrong, "\n\n".join(f"{name}: {outcome}\n{reproducers[name]}"
-                                  for name, outcome in wrong.items())
+@pytest.mark.parametrize("lab", LABS)
+def test_each_reproducer_fails_beside_its_mistake_and_passes_beside_the_solution(
+        lab: str, sandbox: Sandbox, tmp_path: Path) -> None:
+    mistakes = [path for path in MISTAKES if path.parent.name == lab]
+    reproducers = {path: reproducers_of(graded(path, sandbox)) for path in mistakes}
+    code = {f"{path.stem}: {name}": text for path, found in reproducers.items()
+            for name, text in found.items()}
+    assert not [line for text in code.values() for line in self_reliance(text)]
+    jobs = [(path, found) for path, found in reproducers.items() if found]
+    unique = {text: name for name, text in code.items()}  # many mistakes share one
+    solution = ROOT / "solutions" / lab / LAB_FILES[lab]
+    *beside_mistakes, beside_solution = run_beside(
+        [*jobs, (solution, {name: text for text, name in unique.items()})], lab, tmp_path)
+    wrong = [f"beside {path.stem}: {name}: {outcome}\n{found[name]}"
+             for (path, found), outcomes in zip(jobs, beside_mistakes, strict=True)
+             for name, outcome in outcomes.items() if outcome != "AssertionError"]
+    wrong += [f"beside the solution: {name}: {outcome}\n{code[name]}"
+              for name, outcome in beside_solution.items() if outcome != "ok"]
+    assert not wrong, "\n\n".join(wrong[:10])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lab", sorted({p.parent.name for p in MISTAKES}))
-def test_every_reproducer_passes_beside_the_solution(lab: str, sandbox: Sandbox,
-                                                     tmp_path: Path) -> None:
-    reproducers = {f"{path.stem}: {name}": code for path in MISTAKES if path.parent.name == lab
-                   for name, code in reproducers_of(graded(path, sandbox)).items()}
-    unique = {code: name for name, code in reproducers.items()}  # many mistakes share one
-    outcomes = run_beside(ROOT / "solutions" / lab / LAB_FILES[lab], lab,
-                          {name: code for code, name in unique.items()}, tmp_path)
-    wrong = {name: outcome for name, outcome in outcomes.items() if outcome != "ok"}
-    assert not wrong, "\n\n".join(f"{name}: {outcome}\n{reproducers[name]}"
-                                  for name, outcome in wrong.items())
+@pytest.mark.parametrize("lab", LABS)
+def test_most_failed_checks_have_a_reproducer(lab: str, sandbox: Sandbox) -> None:
+    """A reproducer a builder stopped writing (one that raises, a renamed key) is not an
+    error anywhere else: the failed check just goes without one."""
+    asked = covered = 0
+    for path in (path for path in MISTAKES if path.parent.name == lab):
+        report = graded(path, sandbox)
+        if report.import_error is not None:
+            continue
+        for check in report.checks:
+            if check.status == "failed" and not check.hidden and check.kind not in (
+                    "runtime", "policy") and not check.message.startswith(
+                    ("not graded", "not shown")) and "is not implemented" not in check.message:
+                asked += 1
+                covered += bool(check.reproducer)
+    assert covered >= COVERAGE * asked, (lab, covered, asked)
 
 
 # --- without a sandbox: the words, the case found, the command line's errors ----------------
@@ -180,7 +202,7 @@ def test_explain_names_the_failed_row_and_refuses_the_rest() -> None:
         failed_check(report, "sgd_step.values")
     with pytest.raises(UsageError, match="withheld"):
         failed_check(report, "sgd_step.version_advances")
-    with pytest.raises(UsageError, match="did you mean sgd_step.same_storage"):
+    with pytest.raises(UsageError, match=r"did you mean sgd_step\.same_storage"):
         known_check("optim", "sgd_step.same_storag")
     with pytest.raises(UsageError, match="hidden case"):
         known_check("optim", "sgd_step.values@big")
