@@ -18,6 +18,7 @@ import base64
 import csv
 import hashlib
 import io
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -102,7 +103,8 @@ def grader_wheel(out_dir: Path, root: Path | None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(source, Path):
         with tempfile.TemporaryDirectory(prefix="inplace-grader-wheel-") as scratch:
-            built = _pip_wheel(source, Path(scratch))
+            copy = _snapshot(source, Path(scratch) / "project")
+            built = _pip_wheel(copy, Path(scratch), named=source)
             with zipfile.ZipFile(built) as archive:
                 members = [(name, archive.read(name)) for name in archive.namelist()]
             return _write_wheel(out_dir / built.name, members)
@@ -129,14 +131,34 @@ def _source(root: Path | None) -> Path | metadata.Distribution:
     return installed
 
 
-def _pip_wheel(project: Path, out_dir: Path) -> Path:
+# What a build of the project reads: its metadata files and the two package folders.
+BUILD_INPUTS = ("pyproject.toml", "setup.py", "setup.cfg", "MANIFEST.in", "README.md",
+                "LICENSE", "grader", "solutions")
+
+
+def _snapshot(project: Path, target: Path) -> Path:
+    """A copy of what a build of `project` reads. pip builds a folder in place (its build/
+    and egg-info), so two builds of one checkout at once (two instructors, two test workers)
+    would write over each other, and a read-only course copy could not be built at all."""
+    target.mkdir(parents=True)
+    for name in BUILD_INPUTS:
+        found = project / name
+        if found.is_dir():
+            shutil.copytree(found, target / name, symlinks=False,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif found.is_file():
+            shutil.copy2(found, target / name)
+    return target
+
+
+def _pip_wheel(project: Path, out_dir: Path, *, named: Path) -> Path:
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                             "--no-build-isolation", "-q", "-w", str(out_dir), str(project)],
                            capture_output=True, text=True)
     wheels = sorted(out_dir.glob("inplace_grader-*.whl"))
     if built.returncode != 0 or not wheels:
         last = (built.stderr.strip().splitlines() or ["pip made no wheel"])[-1]
-        raise DistributionError(f"{project}: could not build the grader's wheel ({last}); "
+        raise DistributionError(f"{named}: could not build the grader's wheel ({last}); "
                                 "`pip wheel --no-deps --no-build-isolation PROJECT` needs "
                                 "setuptools installed")
     return wheels[-1]

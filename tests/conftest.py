@@ -1,10 +1,24 @@
+"""Fixtures and the run's settings shared by every test.
+
+Layout (tests/README.md): a test of grader/X/Y.py lives in tests/X/test_Y.py, a test of
+grader/Z.py in tests/test_Z.py; suites that run over the known submission files (tests/
+submissions/, tests/hostile/) live in tests/known/; a test of bench/X.py in tests/bench/.
+"""
+
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import torch
+
+if TYPE_CHECKING:
+    from grader.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "optim" / "optimizer.py"
@@ -22,14 +36,35 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["LC_ALL"] = "C.UTF-8"
     for variable in _PRESENTATION:
         os.environ.pop(variable, None)
+    _own_uids_per_xdist_worker()
+
+
+def _own_uids_per_xdist_worker() -> None:
+    """Under pytest-xdist, each worker process drops its children to uids of its own.
+
+    A sandbox a test starts itself (`check_submission` without one: `check`'s route) takes uid
+    slot 0, as two `check` runs side by side on one machine would; where children drop their
+    uid, two workers' jobs could then share a uid and one's uid sweep end the other's child.
+    A base uid per worker (INPLACE_GRADER_UID, limits.configured_uid) keeps their ranges apart;
+    the shared sandboxes below hold a slot of their own as well, as `grade`'s workers do."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or "INPLACE_GRADER_UID" in os.environ:
+        return
+    from grader.sandbox.limits import DEFAULT_UID, UID_SLOTS, UIDS_PER_WORKER
+
+    index = int(worker[2:])
+    if index:
+        os.environ["INPLACE_GRADER_UID"] = str(DEFAULT_UID + index * UID_SLOTS * UIDS_PER_WORKER)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA device")
+    """A test that starts a Python of its own (`cli_subprocess`: a torch import or more) runs
+    with the slow ones, out of the `-m "not slow"` loop; CUDA tests skip without a device."""
+    skip = None if torch.cuda.is_available() else pytest.mark.skip(reason="needs a CUDA device")
     for item in items:
-        if "cuda" in item.keywords:
+        if "cli_subprocess" in item.keywords and "slow" not in item.keywords:
+            item.add_marker(pytest.mark.slow)
+        if skip is not None and "cuda" in item.keywords:
             item.add_marker(skip)
 
 
@@ -57,8 +92,172 @@ def make_submission(tmp_path: Path, solution_source: str):
     return make
 
 
+@dataclass(frozen=True)
+class Ran:
+    """What a command returned, named as subprocess.CompletedProcess names it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def grader_cli(*args: str, env: dict[str, str] | None = None) -> Ran:
+    """`inplace-grader ARGS` in this process (click's CliRunner, `env` set for the call): the
+    same parse, library call, output and exit code as a new process, less a Python start that
+    imports torch again; help is wrapped at 78 columns, as click wraps it into a pipe. The few
+    tests that need a process of their own (what reaches its file descriptors, what it
+    imports) run one and are marked `cli_subprocess`."""
+    from click.testing import CliRunner
+
+    from grader.cli import main
+
+    result = CliRunner().invoke(main, list(args), env=env, prog_name="inplace-grader",
+                                catch_exceptions=False, terminal_width=78)
+    return Ran(result.exit_code, result.stdout, result.stderr)
+
+
 def full_marks(lab: str) -> float:
     """A lab's full marks on the CPU: its rubric's points, every check counted once."""
     from grader.labs import lab_rubric
 
     return sum(lab_rubric(lab).points.values())
+
+
+class SharedSandboxes:
+    """One sandbox per lab for the whole test run (per xdist worker), started on first use and
+    holding a uid slot of its own, as one of `grade`'s workers does (batch/local.py). Its zygote
+    forks a fresh child for every submission, so a test that grades through it sees what a
+    fresh sandbox would show, less the start-up (a second or more of torch import each).
+
+    `sandboxes(lab)` has the batch preload (runner.BATCH_PRELOAD), like `grade`'s workers;
+    `sandboxes(lab, preload=False)` loads what `check`'s own sandbox loads. A test about a
+    sandbox's start or its options (run_as, user_namespace) starts its own instead."""
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[str, bool], Sandbox] = {}
+        self._idle: dict[tuple[str, bool], list[Sandbox]] = {}  # lent to batch workers
+        self._all: list[Sandbox] = []
+        self._held: list[int] = []
+        self._lock = threading.Lock()  # batch workers borrow from their own threads
+
+    def __call__(self, lab: str, *, preload: bool = True) -> Sandbox:
+        key = (lab, preload)
+        running = self._running.get(key)
+        if running is not None and running._proc.poll() is not None:
+            code = running._proc.returncode
+            del self._running[key]  # the next test gets a new one
+            pytest.fail(f"the shared {lab} sandbox's worker ended (exit {code}) after an "
+                        "earlier test: a submission graded there reached the zygote")
+        if running is None:
+            running = self._running[key] = self._start(lab, preload=preload)
+        return running
+
+    def lend(self, lab: str, *, preload: bool) -> SandboxLease:
+        """A sandbox of the pool that no one else holds until the lease is closed (one per
+        batch worker thread: a sandbox runs one job at a time)."""
+        key = (lab, preload)
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            sandbox = idle.pop() if idle else self._start(lab, preload=preload)
+        return SandboxLease(self, key, sandbox)
+
+    def give_back(self, key: tuple[str, bool], sandbox: Sandbox) -> None:
+        if sandbox._proc.poll() is None:  # one a job ended is not lent again
+            with self._lock:
+                self._idle[key].append(sandbox)
+
+    def _start(self, lab: str, *, preload: bool) -> Sandbox:
+        from grader.sandbox import Sandbox
+        from grader.sandbox.limits import held_slot
+        from grader.sandbox.runner import BATCH_PRELOAD
+
+        slot, held = held_slot()
+        if held is not None:
+            self._held.append(held)
+        started = Sandbox([lab], uid_slot=slot, preload=BATCH_PRELOAD if preload else (),
+                          hold=held)
+        self._all.append(started)
+        return started
+
+    def close(self) -> None:
+        try:
+            for started in self._all:
+                started.close()
+        finally:
+            for held in self._held:
+                os.close(held)
+
+
+class SandboxLease:
+    """A pooled sandbox as a batch worker holds it: the sandbox's own methods, except that
+    `close` gives it back to the pool (with the zygote's peak memory so far, as `close`
+    leaves it in `peak_mib`)."""
+
+    def __init__(self, pool: SharedSandboxes, key: tuple[str, bool], sandbox: Sandbox) -> None:
+        self._pool, self._key, self._sandbox = pool, key, sandbox
+        self.peak_mib = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sandbox, name)
+
+    def __enter__(self) -> SandboxLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.peak_mib = self._sandbox.peak_rss_mib()
+        self._pool.give_back(self._key, self._sandbox)
+
+
+def lending(sandboxes: SharedSandboxes) -> type:
+    """A stand-in for the Sandbox class where the grader starts one: `Sandbox([lab], ...)`
+    lends a pooled sandbox (with the batch preload where it was asked for) instead."""
+    from grader.sandbox import Sandbox
+
+    class Lent:
+        protections = Sandbox.protections
+
+        def __new__(cls, labs: list[str], *, preload: tuple[str, ...] = (),
+                    **slot: object) -> SandboxLease:  # type: ignore[misc]
+            (lab,) = labs
+            return sandboxes.lend(lab, preload=bool(preload))
+
+    return Lent
+
+
+# Where the grader starts its sandboxes: a test that grades through the grader's own route
+# and is not about starting or ending a sandbox borrows them from the run's pool instead (two
+# torch imports saved per class graded, one per `check`). Each still gets a sandbox no one
+# else uses while it runs, whose zygote forks every submission a fresh child. Tests of
+# attacks on the zygote (tests/hostile/test_attacks.py) start their own.
+# The names patched are where batch/local.py and engine/api.py start them: keep them in step.
+
+
+@pytest.fixture
+def shared_batch_workers(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSandboxes) -> None:
+    """`grade_class`'s local workers (batch/local.py's `Workers`) borrow their sandboxes, with
+    the batch preload, for as long as their run lasts."""
+    import grader.batch.local
+
+    monkeypatch.setattr(grader.batch.local, "Sandbox", lending(sandboxes))
+
+
+@pytest.fixture
+def shared_check_sandboxes(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSandboxes) -> None:
+    """`check` and the platforms' runners (engine/api.py, grading without a sandbox) borrow
+    `check`'s sandbox (no preload) for the one submission they grade."""
+    import grader.engine.api
+
+    monkeypatch.setattr(grader.engine.api, "Sandbox", lending(sandboxes))
+
+
+@pytest.fixture(scope="session")
+def sandboxes() -> Iterator[SharedSandboxes]:
+    """`sandboxes("optim")`: the run's shared sandbox of a lab (see SharedSandboxes)."""
+    shared = SharedSandboxes()
+    try:
+        yield shared
+    finally:
+        shared.close()

@@ -1,9 +1,12 @@
-"""The command line end to end: exit codes, one JSON object, text report, usage errors."""
+"""The command line end to end: exit codes, one JSON object, text report, usage errors.
+
+Most commands run in this process (conftest.grader_cli); those marked `cli_subprocess` run
+`python -m grader` as a user does, for what only a process of its own shows.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,18 +15,24 @@ import pytest
 
 from grader.labs import LAB_FILES
 from grader.models import Report
-from tests.conftest import SOLUTION, STUB
+from tests.conftest import SOLUTION, STUB, grader_cli
+
+# `check` run in this process borrows its sandbox (conftest.shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_check_sandboxes")
+
+run = grader_cli
 
 LABS = ", ".join(sorted(LAB_FILES))  # as the command line lists them
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run_process(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
                           text=True, timeout=300)
 
 
+@pytest.mark.cli_subprocess
 def test_solution_gets_full_marks_as_one_json_object() -> None:
-    result = run("check", str(SOLUTION), "--format", "json")
+    result = run_process("check", str(SOLUTION), "--format", "json")
     assert result.returncode == 0, result.stderr
     report = Report.model_validate_json(result.stdout)  # exactly one object, nothing else
     assert report.score == report.max_score > 0
@@ -130,13 +139,16 @@ def test_schema_is_the_report_schema() -> None:
     assert json.loads(result.stdout)["title"] == "Report"
 
 
+@pytest.mark.cli_subprocess
 def test_json_stdout_stays_one_object_when_the_submission_prints(make_submission) -> None:
+    """The submission writes to descriptor 1: a process of its own shows where that goes."""
     path = make_submission(prelude='import os\nprint("hello")\nos.write(1, b"{}\\n")\n')
-    result = run("check", str(path), "--format", "json")
+    result = run_process("check", str(path), "--format", "json")
     assert result.returncode == 0
     assert json.loads(result.stdout)["score"] > 0
 
 
+@pytest.mark.cli_subprocess
 def test_the_command_line_does_not_import_torch_before_the_worker_starts() -> None:
     """The worker imports torch while the grading process does: importing it first would
     serialise the two imports (docs/sandbox.md#numbers-behind-the-code)."""
@@ -220,12 +232,12 @@ def test_a_missing_file_still_gives_a_pipeline_its_result(tmp_path: Path,
     ["classroom50", "init", "--lab", "optim", "-o", "classroom/autograders/optim"],
     ["gradescope", "build", "--lab", "optim", "-o", "autograder.zip"],
 ])
-def test_the_builders_work_from_any_folder(tmp_path: Path, command: list[str]) -> None:
+def test_the_builders_work_from_any_folder(tmp_path: Path, command: list[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """An instructor outside the checkout: without --root the builders take the solutions
-    and the grader from the grader that runs (here the checkout on PYTHONPATH; an installed
-    one in tests/test_distribution.py)."""
-    run = subprocess.run([sys.executable, "-m", "grader", *command], capture_output=True,
-                         text=True, timeout=300, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
-    assert run.returncode == 0, run.stderr
+    and the grader from the grader that runs (here the checkout; an installed one in
+    tests/test_distribution.py)."""
+    monkeypatch.chdir(tmp_path)
+    ran = grader_cli(*command)
+    assert ran.returncode == 0, ran.stderr
     assert (tmp_path / command[-1]).exists()

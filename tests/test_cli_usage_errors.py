@@ -18,7 +18,11 @@ from pathlib import Path
 import pytest
 
 from grader.models import RubricOverride
-from tests.conftest import ROOT, SOLUTION, full_marks
+from tests.conftest import ROOT, SOLUTION, Ran, full_marks, grader_cli
+
+# Commands run in this process borrow their sandboxes
+# (conftest.shared_batch_workers, shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_batch_workers", "shared_check_sandboxes")
 
 HIDDEN = ROOT / "examples" / "optim" / "hidden.toml"
 
@@ -53,6 +57,12 @@ def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120, env={**os.environ, **env}, cwd=ROOT)
 
 
+def _cli(args: list[str]) -> Ran:
+    """The same command in this process (conftest.grader_cli): where nothing is asked of the
+    process itself (its imports, its start-up time)."""
+    return grader_cli(*args)
+
+
 @pytest.fixture
 def no_torch(tmp_path: Path) -> str:
     """A PYTHONPATH whose torch raises on import (the grader itself comes first)."""
@@ -62,6 +72,7 @@ def no_torch(tmp_path: Path) -> str:
     return os.pathsep.join([str(ROOT), str(fake.parent)])
 
 
+@pytest.mark.cli_subprocess
 def test_every_usage_error_is_one_line_exit_2_and_imports_no_torch(tmp_path: Path,
                                                                    no_torch: str) -> None:
     for name, args in _bad_inputs(tmp_path).items():
@@ -75,15 +86,16 @@ def test_every_usage_error_is_one_line_exit_2_and_imports_no_torch(tmp_path: Pat
 
 def test_typos_name_what_was_meant(tmp_path: Path) -> None:
     inputs = _bad_inputs(tmp_path)
-    assert "did you mean sgd_step.same_storage" in _run(inputs["rubric typo"]).stderr
-    assert "did you mean Adam.trajectory.small_grads" in _run(inputs["hide typo"]).stderr
+    assert "did you mean sgd_step.same_storage" in _cli(inputs["rubric typo"]).stderr
+    assert "did you mean Adam.trajectory.small_grads" in _cli(inputs["hide typo"]).stderr
     dtype = tmp_path / "dtype.toml"
     dtype.write_text(HIDDEN.read_text().replace('dtype = "float64"', 'dtype = "float65"', 1))
-    message = _run(["check", str(SOLUTION), "--hidden", str(dtype)]).stderr
+    message = _cli(["check", str(SOLUTION), "--hidden", str(dtype)]).stderr
     assert "unknown dtype 'float65'; choose float32, float64, float16, bfloat16" in message
     assert "KeyError" not in message
 
 
+@pytest.mark.cli_subprocess
 def test_a_usage_error_takes_well_under_a_bare_torch_import(tmp_path: Path) -> None:
     """Medians of alternating runs in the same test, so machine load affects both alike."""
     args = _bad_inputs(tmp_path)["rubric typo"]
@@ -106,7 +118,7 @@ def test_grade_refuses_an_out_folder_of_another_lab_and_overwrites_nothing(
     theirs.write_text(json.dumps({"lab": "tensor_ops", "student": "alice"}))
     (tmp_path / "class").mkdir()
     (tmp_path / "class" / "alice.py").write_text(SOLUTION.read_text())
-    result = _run(["grade", str(tmp_path / "class"), "--lab", "optim", "--out", str(out)])
+    result = _cli(["grade", str(tmp_path / "class"), "--lab", "optim", "--out", str(out)])
     assert result.returncode == 2
     assert result.stderr.strip() == (f"inplace-grader: error: {out}: reports of several labs "
                                      "(optim, tensor_ops); grade each lab into its own --out "
@@ -123,12 +135,12 @@ def test_grade_refuses_an_out_folder_of_another_lab_and_overwrites_nothing(
 def test_nothing_to_grade_is_one_line_in_check_and_an_error_row_in_grade(
         tmp_path: Path, content: str, said: str) -> None:
     (tmp_path / "optimizer.py").write_text(content)
-    result = _run(["check", str(tmp_path / "optimizer.py")])
+    result = _cli(["check", str(tmp_path / "optimizer.py")])
     assert result.returncode == 2
     assert result.stderr.strip() == f"inplace-grader: error: {said}"
     (tmp_path / "class" / "kofi").mkdir(parents=True)
     (tmp_path / "class" / "kofi" / "optimizer.py").write_text(content)
-    graded = _run(["grade", str(tmp_path / "class"), "--lab", "optim", "--out",
+    graded = _cli(["grade", str(tmp_path / "class"), "--lab", "optim", "--out",
                    str(tmp_path / "out"), "--device", "cpu"])
     assert graded.returncode == 0, graded.stderr
     assert f"not graded: kofi: {said}" in graded.stdout
@@ -141,7 +153,7 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_grading(tmp_p
     (tmp_path / "class").mkdir()
     (tmp_path / "class" / "alice.py").write_text(SOLUTION.read_text())
     started = time.perf_counter()
-    result = _run(["grade", str(tmp_path / "class"), "--lab", "optim", "-o", "/proc/nope"])
+    result = _cli(["grade", str(tmp_path / "class"), "--lab", "optim", "-o", "/proc/nope"])
     # Nothing graded first (docs/semantics.md#measurements).
     assert time.perf_counter() - started < 30
     assert result.returncode == 2, result.stderr
@@ -150,6 +162,7 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_grading(tmp_p
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.cli_subprocess
 def test_a_rerun_with_another_rubric_is_refused_unless_forced(tmp_path: Path) -> None:
     from grader.engine.rubric import rubric_in_force, rubric_key
 
@@ -187,7 +200,7 @@ def test_a_rerun_that_would_drop_the_hidden_results_is_refused(tmp_path: Path) -
     (out / "reports" / "alice.json").write_text(json.dumps(graded))
     (tmp_path / "class").mkdir()
     (tmp_path / "class" / "alice.py").write_text(SOLUTION.read_text())
-    result = _run(["grade", str(tmp_path / "class"), "--lab", "optim", "--out", str(out)])
+    result = _cli(["grade", str(tmp_path / "class"), "--lab", "optim", "--out", str(out)])
     assert result.returncode == 2
     assert result.stderr.strip() == (
         f"inplace-grader: error: {out}: its reports were graded with --hidden cases, which "

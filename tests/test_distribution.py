@@ -107,6 +107,33 @@ def test_the_wheel_of_a_course_copy_carries_its_code(tmp_path: Path) -> None:
     assert b"COURSE = 'ours'" in files["grader/__init__.py"]
 
 
+def test_builds_of_one_copy_at_once_both_succeed_and_leave_it_as_it_was(tmp_path: Path) -> None:
+    """Two instructors (or two test workers) building from one checkout at once: pip builds
+    a folder in place, so each build works on a snapshot of its own (one of them failed
+    with "Failed to build one or more wheels" before). The copy, read-only, is left as it was."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    course = course_copy(tmp_path / "course")
+    before = sorted(path.relative_to(course) for path in course.rglob("*"))
+    for path in (course, *course.rglob("*")):
+        path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            wheels = list(pool.map(lambda n: grader_wheel(tmp_path / f"out{n}", course),
+                                   range(3)))
+    finally:
+        for path in (course, *course.rglob("*")):
+            path.chmod(path.stat().st_mode | 0o200)
+    assert [wheel.name for wheel in wheels] == [WHEEL] * 3
+    contents = []
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            contents.append(wheel_files(archive))
+    assert_a_valid_wheel(contents[0])
+    assert contents[0] == contents[1] == contents[2]
+    assert sorted(path.relative_to(course) for path in course.rglob("*")) == before
+
+
 # The installed grader, run from outside the checkout.
 
 

@@ -4,8 +4,6 @@ counted in every score, and withheld from student feedback until released."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,19 +26,17 @@ from grader.hidden import (
 )
 from grader.labs import LAB_FILES, get_lab
 from grader.models import Limits, Report
-from grader.sandbox import Sandbox
 from grader.views import STUDENT, View
+from tests.conftest import SharedSandboxes, grader_cli
+
+# Classes and commands graded here borrow their sandboxes
+# (conftest.shared_batch_workers, shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_batch_workers", "shared_check_sandboxes")
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {lab: ROOT / "examples" / lab / "hidden.toml" for lab in LAB_FILES}
 TUNED = Path(__file__).parent / "hidden" / "sgd_step_tuned_to_public_lr.py"
 LABS = sorted(LAB_FILES)
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(LABS) as running:
-        yield running
 
 
 def hidden_file(tmp_path: Path, text: str) -> Path:
@@ -49,8 +45,9 @@ def hidden_file(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def grade(path: Path, lab: str, sandbox: Sandbox, hidden: HiddenFile | None) -> Report:
-    return check_submission(path, lab=lab, sandbox=sandbox,
+def grade(path: Path, lab: str, sandboxes: SharedSandboxes, hidden: HiddenFile | None
+          ) -> Report:
+    return check_submission(path, lab=lab, sandbox=sandboxes(lab),
                             options=CheckOptions(device="cpu", hidden=hidden))
 
 
@@ -115,12 +112,13 @@ def test_every_case_is_judged_and_only_case_checks_judge_cases(lab: str) -> None
 # --- grading ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("lab", LABS)
-def test_solution_earns_every_hidden_point_and_stub_none(lab: str, sandbox: Sandbox) -> None:
+def test_solution_earns_every_hidden_point_and_stub_none(lab: str,
+                                                         sandboxes: SharedSandboxes) -> None:
     hidden = load_hidden_file(EXAMPLES[lab])
     plan = resolve(get_lab(lab), hidden)
-    solution = grade(ROOT / "solutions" / lab / LAB_FILES[lab], lab, sandbox, hidden)
-    stub = grade(ROOT / "assignments" / lab / LAB_FILES[lab], lab, sandbox, hidden)
-    public = grade(ROOT / "solutions" / lab / LAB_FILES[lab], lab, sandbox, None)
+    solution = grade(ROOT / "solutions" / lab / LAB_FILES[lab], lab, sandboxes, hidden)
+    stub = grade(ROOT / "assignments" / lab / LAB_FILES[lab], lab, sandboxes, hidden)
+    public = grade(ROOT / "solutions" / lab / LAB_FILES[lab], lab, sandboxes, None)
     hidden_checks = [c for c in solution.checks if "@" in c.id]
     assert len(hidden_checks) == sum(len(v.check_ids) for v in plan.variants)
     assert all(c.hidden and c.passed for c in hidden_checks)
@@ -132,11 +130,11 @@ def test_solution_earns_every_hidden_point_and_stub_none(lab: str, sandbox: Sand
 
 
 def test_a_submission_tuned_to_the_visible_cases_fails_only_hidden_checks(
-        sandbox: Sandbox, tmp_path: Path) -> None:
-    public = grade(TUNED, "optim", sandbox, None)
+        sandboxes: SharedSandboxes, tmp_path: Path) -> None:
+    public = grade(TUNED, "optim", sandboxes, None)
     assert not [c for c in public.checks if c.function == "sgd_step" and c.status == "failed"]
     hidden = load_hidden_file(EXAMPLES["optim"])
-    report = grade(TUNED, "optim", sandbox, hidden)
+    report = grade(TUNED, "optim", sandboxes, hidden)
     failed = [c for c in report.checks if c.function == "sgd_step" and c.status == "failed"]
     assert [c.id for c in failed] == ["sgd_step.values@large_lr"]
     assert "lr=1.5" in failed[0].message
@@ -144,17 +142,18 @@ def test_a_submission_tuned_to_the_visible_cases_fails_only_hidden_checks(
     assert failed[0].max_score == 0.5 * points  # the case's weight times the check's points
 
 
+@pytest.mark.slow
 def test_hidden_points_count_when_a_submission_dies_or_is_missing(
-        sandbox: Sandbox, tmp_path: Path) -> None:
+        sandboxes: SharedSandboxes, tmp_path: Path) -> None:
     """max_score is the same for every student, and so is the part a student is shown: the
     points of hidden cases stay hidden when the code never ran."""
     hidden = load_hidden_file(EXAMPLES["optim"])
-    full = grade(ROOT / "solutions" / "optim" / "optimizer.py", "optim", sandbox, hidden)
+    full = grade(ROOT / "solutions" / "optim" / "optimizer.py", "optim", sandboxes, hidden)
     shown = STUDENT.of(full).report.max_score
     assert 0 < shown < full.max_score
     dies = tmp_path / "optimizer.py"
     dies.write_text("import os\nos._exit(3)\n")
-    died = grade(dies, "optim", sandbox, hidden)
+    died = grade(dies, "optim", sandboxes, hidden)
     assert died.max_score == full.max_score and died.score == 0
     assert STUDENT.of(died).report.max_score == shown
     assert f"/ {shown:g} points shown" in feedback_text(died, lang="en")
@@ -166,7 +165,7 @@ def test_hidden_points_count_when_a_submission_dies_or_is_missing(
                                     'def sgd_step(params: Iterable[torch.Tensor], lr: float)'
                                     ' -> None:\n    while True:\n        pass\n', 1))
     assert "while True" in hangs.read_text()
-    hung = check_submission(hangs, lab="optim", sandbox=sandbox, options=CheckOptions(
+    hung = check_submission(hangs, lab="optim", sandbox=sandboxes("optim"), options=CheckOptions(
         device="cpu", hidden=hidden, limits=Limits(timeout_s=2)))
     rows = {c.id: c for c in hung.checks if c.function == "sgd_step" and c.status != "skipped"}
     assert set(rows) == {"sgd_step.runtime", "sgd_step.runtime@hidden"}
@@ -187,9 +186,9 @@ def test_hidden_points_count_when_a_submission_dies_or_is_missing(
 
 # --- what students see --------------------------------------------------------------------------
 
-def test_feedback_withholds_hidden_results_until_released(sandbox: Sandbox) -> None:
+def test_feedback_withholds_hidden_results_until_released(sandboxes: SharedSandboxes) -> None:
     hidden = load_hidden_file(EXAMPLES["optim"])
-    report = grade(TUNED, "optim", sandbox, hidden)
+    report = grade(TUNED, "optim", sandboxes, hidden)
     withheld = feedback_text(report, lang="en")
     assert "hidden case" not in withheld and "lr=1.5" not in withheld
     assert "Adam matches torch.optim.Adam at every step: small gradients" not in withheld
@@ -246,16 +245,13 @@ def test_the_command_line_takes_hidden_and_release(tmp_path: Path) -> None:
     subs.mkdir()
     (subs / "tuned.py").write_text(TUNED.read_text())
     bad = hidden_file(tmp_path, 'lab = "optim"\n' + CASE.replace('"float32"', '"nope"'))
-    run = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab", "optim",
-                          "--out", str(tmp_path / "out"), "--hidden", str(bad)],
-                         capture_output=True, text=True, timeout=300)
+    run = grader_cli("grade", str(subs), "--lab", "optim", "--out", str(tmp_path / "out"),
+                     "--hidden", str(bad))
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1
     assert "has no case 'nope'" in run.stderr
     assert not (tmp_path / "out").exists(), "nothing graded with a broken hidden file"
-    run = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab", "optim",
-                          "--out", str(tmp_path / "out"), "--device", "cpu", "--hidden",
-                          str(EXAMPLES["optim"]), "--release"],
-                         capture_output=True, text=True, timeout=300)
+    run = grader_cli("grade", str(subs), "--lab", "optim", "--out", str(tmp_path / "out"),
+                     "--device", "cpu", "--hidden", str(EXAMPLES["optim"]), "--release")
     assert run.returncode == 0, run.stderr
     assert "large_lr" in (tmp_path / "out" / "feedback" / "tuned.txt").read_text()
 
@@ -280,13 +276,13 @@ def zero_grad(params, set_to_none=False):
 
 
 def test_a_visible_child_never_holds_a_hidden_case_and_its_words_stay_visible(
-        tmp_path: Path, sandbox: Sandbox) -> None:
+        tmp_path: Path, sandboxes: SharedSandboxes) -> None:
     """The lab's cases and the hidden ones run in separate children: what a visible check
     says cannot hold a hidden case, and the hidden child's words are withheld with it."""
     path = tmp_path / "optimizer.py"
     path.write_text((ROOT / "solutions" / "optim" / "optimizer.py").read_text() + SPY)
     hidden = load_hidden_file(EXAMPLES["optim"])  # zero_grad_float64 has shapes [9], [3, 3]
-    report = grade(path, "optim", sandbox, hidden)
+    report = grade(path, "optim", sandboxes, hidden)
     visible = " ".join(f"{c.message} {c.got} {c.debug}" for c in report.checks if not c.hidden)
     secret = " ".join(c.message + c.got + c.debug for c in report.checks if c.hidden
                       and c.function == "zero_grad")

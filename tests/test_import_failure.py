@@ -23,15 +23,14 @@ from grader.render import render_text
 from grader.sandbox import Sandbox
 from grader.submission import CellSpan, Submission, load_submission
 from grader.summary import standing
-from tests.conftest import SOLUTION, full_marks
+from tests.conftest import SOLUTION, SharedSandboxes, full_marks
 
 SOURCE = SOLUTION.read_text()
 
 
 @pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(["optim"]) as running:
-        yield running
+def sandbox(sandboxes: SharedSandboxes) -> Sandbox:
+    return sandboxes("optim")
 
 
 def _grade(path: Path, sandbox: Sandbox) -> Report:

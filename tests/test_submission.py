@@ -25,7 +25,7 @@ from grader.submission import (
     code_cell_source,
     load_submission,
 )
-from tests.conftest import SOLUTION
+from tests.conftest import SOLUTION, grader_cli
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -425,13 +425,9 @@ def test_a_source_no_file_can_hold_is_one_line_not_a_crash() -> None:
                                   "[" * 50_000])
 def test_check_answers_a_malformed_notebook_in_one_line_with_exit_2(tmp_path: Path,
                                                                     text: str) -> None:
-    import subprocess
-    import sys
-
     path = tmp_path / "optimizer.ipynb"
     path.write_text(text)
-    run = subprocess.run([sys.executable, "-m", "grader", "check", str(path)],
-                         capture_output=True, text=True, timeout=120)
+    run = grader_cli("check", str(path))
     assert run.returncode == 2, run.stderr
     assert run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
     assert run.stderr.startswith("inplace-grader: error: optimizer.ipynb")

@@ -20,7 +20,10 @@ from grader.engine import CheckOptions
 from grader.grades import load_reports
 from grader.layouts import discover
 from grader.models import Limits, Report
-from tests.conftest import ROOT, full_marks
+from tests.conftest import ROOT, full_marks, grader_cli
+
+# The classes graded here borrow their workers' sandboxes (conftest.shared_batch_workers).
+pytestmark = pytest.mark.usefixtures("shared_batch_workers")
 
 KNOWN = ROOT / "tests" / "submissions" / "optim"
 
@@ -78,6 +81,7 @@ def test_ambiguous_and_empty_folders_are_per_student_errors(tmp_path: Path) -> N
     assert "several files in carol/" in found["carol"].error
 
 
+@pytest.mark.slow
 def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     copy("reference_copy", subs / "alice.py")
@@ -120,8 +124,7 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     # `inplace-grader report` rebuilds it from the reports in another language.
     page = (out / "report.html").read_text()
     assert all(f'.txt">{student}</a></td>' in page for student in book), "a row per student"
-    rebuilt = subprocess.run([sys.executable, "-m", "grader", "report", str(out), "--lang", "ko"],
-                             capture_output=True, text=True, timeout=120)
+    rebuilt = grader_cli("report", str(out), "--lang", "ko")
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert '<html lang="ko">' in (out / "report.html").read_text()
 
@@ -165,6 +168,7 @@ def test_a_changed_submission_is_regraded(tmp_path: Path) -> None:
     assert again.reused == 0 and rows(out)["a"]["percent"] == "100.0"
 
 
+@pytest.mark.cli_subprocess
 def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     copy("reference_copy", subs / "alice.py")
@@ -193,6 +197,7 @@ def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
     assert run.returncode == 2 and "no submissions found" in run.stderr
 
 
+@pytest.mark.slow
 def test_a_student_folder_may_import_its_own_helpers_but_not_other_students(
         tmp_path: Path) -> None:
     source = (KNOWN / "reference_copy.py").read_text()

@@ -24,10 +24,16 @@ from grader.engine import CheckOptions
 from grader.errors import UsageError
 from grader.grades import load_reports
 from grader.models import Limits
+from tests.conftest import grader_cli
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
 from grader.batch.cluster import ClusterExecutor  # noqa: E402  (Dask is there)
 from tests.conftest import ROOT  # noqa: E402
+
+# The local grades compared with the cluster's borrow their workers' sandboxes
+# (conftest.shared_batch_workers); the cluster's workers start their own.
+# Each test starts a real scheduler and workers (seconds each): slow.
+pytestmark = [pytest.mark.usefixtures("shared_batch_workers"), pytest.mark.slow]
 
 KNOWN = ROOT / "tests" / "submissions" / "optim"
 # Known mistakes and correct idioms, a folder submission with a helper module of its own,
@@ -230,6 +236,7 @@ def test_cuda_checks_go_only_to_a_worker_that_declares_a_gpu(tmp_path: Path) -> 
         on_cluster(subs, tmp_path / "cuda", hand.address, device="cuda")
 
 
+@pytest.mark.cli_subprocess
 def test_without_cluster_nothing_of_dask_is_imported(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -249,21 +256,23 @@ def test_without_cluster_nothing_of_dask_is_imported(tmp_path: Path) -> None:
 @pytest.mark.parametrize("address", ["localhost:8786", "local:0", "local:x", "tcp://", "ssh://a:1"])
 def test_a_malformed_address_is_one_line(tmp_path: Path, address: str) -> None:
     (tmp_path / "subs").mkdir()
-    ran = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "subs"),
-                          "--lab", "optim", "--out", str(tmp_path / "out"), "--cluster",
-                          address], capture_output=True, text=True, timeout=120)
+    ran = grader_cli("grade", str(tmp_path / "subs"), "--lab", "optim", "--out",
+                     str(tmp_path / "out"), "--cluster", address)
     assert ran.returncode == 2
     lines = ran.stderr.strip().splitlines()
     assert len(lines) == 1 and "--cluster" in lines[0] and "Traceback" not in ran.stderr
 
 
-def test_no_scheduler_at_the_address_is_one_line(tmp_path: Path) -> None:
+def test_no_scheduler_at_the_address_is_one_line(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import grader.batch.cluster
+
+    monkeypatch.setattr(grader.batch.cluster, "CONNECT_S", 1.0)  # the words, not the wait
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "alice.py").write_text((KNOWN / "reference_copy.py").read_text())
-    ran = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab", "optim",
-                          "--out", str(tmp_path / "out"), "--cluster", "tcp://127.0.0.1:9"],
-                         capture_output=True, text=True, timeout=120)
+    ran = grader_cli("grade", str(subs), "--lab", "optim", "--out", str(tmp_path / "out"),
+                     "--cluster", "tcp://127.0.0.1:9")
     assert ran.returncode == 2, ran.stderr[-2000:]
     assert "no Dask scheduler with a worker answered" in ran.stderr.strip().splitlines()[-1]
 

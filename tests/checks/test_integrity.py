@@ -10,6 +10,7 @@ import pytest
 from grader.checks.integrity import integrity_uses
 from grader.engine import CheckOptions, check_submission
 from grader.models import Limits
+from tests.conftest import SharedSandboxes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,16 +81,16 @@ def sgd_step(params, lr):
 '''
 
 
-def test_flag_keeps_the_points_and_tells_the_instructor_fail_takes_them(tmp_path: Path
-                                                                        ) -> None:
+def test_flag_keeps_the_points_and_tells_the_instructor_fail_takes_them(
+        tmp_path: Path, sandboxes: SharedSandboxes) -> None:
     path = tmp_path / "optimizer.py"
     path.write_text(SNEAKY)
     limits = Limits(timeout_s=20)
-    flagged = check_submission(path, lab="optim",
+    flagged = check_submission(path, lab="optim", sandbox=sandboxes("optim"),
                                options=CheckOptions(device="cpu", limits=limits))
     assert flagged.integrity and "detecting the grader's meters" in flagged.integrity[0]
-    failed = check_submission(path, lab="optim", options=CheckOptions(
-        device="cpu", limits=limits, integrity="fail"))
+    failed = check_submission(path, lab="optim", sandbox=sandboxes("optim"),
+                              options=CheckOptions(device="cpu", limits=limits, integrity="fail"))
     sgd = [c for c in failed.checks if c.function == "sgd_step" and c.status != "skipped"]
     assert [c.kind for c in sgd] == ["runtime"] and sgd[0].score == 0
     assert "meters" in sgd[0].message

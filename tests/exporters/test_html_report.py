@@ -27,8 +27,7 @@ from grader.exporters.html_report import (
 from grader.grades import REPORTS, write_class_report
 from grader.hidden import load_hidden_file
 from grader.models import CheckResult, Report
-from grader.sandbox import Sandbox
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SharedSandboxes
 
 KNOWN = Path(__file__).parents[1] / "submissions" / "optim"
 HIDDEN = ROOT / "examples" / "optim" / "hidden.toml"
@@ -44,7 +43,8 @@ EVIL_MESSAGE = '<img src="x" onerror="alert(2)">'
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Report]:
+def reports(tmp_path_factory: pytest.TempPathFactory,
+            sandboxes: SharedSandboxes) -> list[Report]:
     """A small class graded for real, with hidden cases: a correct file, two known mistakes
     that share one failed check and differ in another, a flagged file, an empty file (not
     gradable) and one that raises at import."""
@@ -57,9 +57,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Report]:
              "carol": KNOWN / "sgd_step_numpy.py", "gus": flagged, "erin": folder / "empty.py",
              "fay": KNOWN / "raises_at_import.py"}
     options = CheckOptions(device="cpu", hidden=load_hidden_file(HIDDEN))
-    with Sandbox(["optim"]) as sandbox:
-        return [check_submission(path, lab="optim", options=options, sandbox=sandbox)
-                .model_copy(update={"student": student}) for student, path in files.items()]
+    sandbox = sandboxes("optim")
+    return [check_submission(path, lab="optim", options=options, sandbox=sandbox)
+            .model_copy(update={"student": student}) for student, path in files.items()]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from grader.engine import CheckOptions, check_submission
 from grader.formats import FORMATS, renderer
 from grader.models import Report
 from grader.views import STAFF, STUDENT, View
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SharedSandboxes
 
 NEUTRAL = ["grader.exporters.text", "grader.exporters.report_json", "grader.exporters.junit",
            "grader.exporters.gradebook", "grader.exporters.html_report"]
@@ -24,10 +24,11 @@ LEAVE_OUT = ["grader.exporters.text", "grader.exporters.report_json", "grader.ex
 
 
 @pytest.fixture(scope="module")
-def report() -> Report:
+def report(sandboxes: SharedSandboxes) -> Report:
     """A real report with one failed check made hidden (as a hidden case's check is)."""
     buggy = ROOT / "tests" / "submissions" / "optim" / "sgd_step_data_assign.py"
-    graded = check_submission(buggy, lab="optim", options=CheckOptions(device="cpu"))
+    graded = check_submission(buggy, lab="optim", options=CheckOptions(device="cpu"),
+                              sandbox=sandboxes("optim"))
     failed = next(c for c in graded.checks if c.status == "failed")
     hidden = failed.model_copy(update={"hidden": True, "id": "sgd_step.secret_probe",
                                        "name": "sgd_step passes the secret probe"})

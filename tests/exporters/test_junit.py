@@ -3,8 +3,6 @@ CodeGrade's Unit Test step scores it, over real graded submissions."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -15,9 +13,11 @@ from grader.engine import CheckOptions, check_submission
 from grader.exporters.junit import junit_xml, render
 from grader.hidden import load_hidden_file
 from grader.models import CheckResult, Report
-from grader.sandbox import Sandbox
 from grader.views import STAFF, STUDENT, View
-from tests.conftest import ROOT, SOLUTION
+from tests.conftest import ROOT, SOLUTION, SharedSandboxes, grader_cli
+
+# `check` run in this process borrows its sandbox (conftest.shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_check_sandboxes")
 
 KNOWN = ROOT / "tests" / "submissions" / "optim"
 
@@ -104,7 +104,8 @@ def counted_fraction(xml: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
+def graded(tmp_path_factory: pytest.TempPathFactory,
+           sandboxes: SharedSandboxes) -> dict[str, Report]:
     """Real graded submissions with failed checks worth different points, one of them with
     its failing checks hidden, one that does not import and one that cannot be graded."""
     folder = tmp_path_factory.mktemp("junit")
@@ -121,10 +122,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
              "adam": (KNOWN / "Adam_no_bias_correction.py", None),
              "hidden": (KNOWN / "Adam_no_bias_correction.py", load_hidden_file(hidden)),
              "import": (broken, None), "empty": (empty, None)}
-    with Sandbox(["optim"]) as sandbox:
-        return {name: check_submission(path, lab="optim", sandbox=sandbox,
-                                       options=CheckOptions(device="cpu", hidden=secret))
-                for name, (path, secret) in cases.items()}
+    sandbox = sandboxes("optim")
+    return {name: check_submission(path, lab="optim", sandbox=sandbox,
+                                   options=CheckOptions(device="cpu", hidden=secret))
+            for name, (path, secret) in cases.items()}
 
 
 def test_each_check_is_a_testcase_with_its_outcome(tmp_path: Path) -> None:
@@ -244,9 +245,7 @@ def test_render_is_the_default_document(graded: dict[str, Report]) -> None:
 
 
 def test_check_prints_junit_for_one_submission(tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "grader", "check", str(SOLUTION), "--format",
-                          "junit", "--device", "cpu"], capture_output=True, text=True,
-                         timeout=300, cwd=ROOT)
+    run = grader_cli("check", str(SOLUTION), "--format", "junit", "--device", "cpu")
     assert run.returncode == 0, run.stderr
     xml = parse(run.stdout, tmp_path)
     cases = [case for suite in xml for case in suite]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from grader.models import CheckResult, Report
 from grader.roster import Roster, RosterError, parse_roster, read_roster
 from grader.summary import GRADED, NOT_GRADABLE, Standing
 from grader.views import STUDENT
+from tests.conftest import Ran, grader_cli
 
 
 def standing(student: str, score: float = 84, max_score: float = 84, *, error: str = "",
@@ -276,9 +275,8 @@ def test_unreadable_roster_files(tmp_path: Path) -> None:
 
 # The command line
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader", "export", *args],
-                          capture_output=True, text=True, timeout=120)
+def run(*args: str) -> Ran:
+    return grader_cli("export", *args)
 
 
 @pytest.fixture

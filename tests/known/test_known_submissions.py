@@ -21,8 +21,7 @@ import pytest
 from grader.engine import CheckOptions, check_submission
 from grader.labs import LAB_FILES, get_lab
 from grader.models import Report
-from grader.sandbox import Sandbox
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SharedSandboxes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,6 +30,13 @@ else:  # pragma: no cover
 
 SUBMISSIONS = ROOT / "tests" / "submissions"
 CASES = sorted(SUBMISSIONS.glob("*/*.py"))
+LABS = sorted({p.parent.name for p in CASES})
+
+
+def on_one_worker(lab: str) -> pytest.MarkDecorator:
+    """A lab's files and the tests over all of them run on one xdist worker, which grades each
+    file once (`graded`); the labs spread over the workers."""
+    return pytest.mark.xdist_group(f"known-{lab}")
 
 
 def expectation(path: Path) -> dict:
@@ -44,25 +50,23 @@ def expected_failures(path: Path) -> set[tuple[str, str]]:
     return {(function, kind) for function, kind in expectation(path)["fails"]}
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(sorted({p.parent.name for p in CASES})) as running:
-        yield running
-
-
 _REPORTS: dict[Path, Report] = {}
 
 
-def graded(path: Path, sandbox: Sandbox) -> Report:
+def graded(path: Path, sandboxes: SharedSandboxes) -> Report:
+    """Each file graded once, in its lab's shared sandbox (as `grade` grades a class)."""
     if path not in _REPORTS:
-        _REPORTS[path] = check_submission(path, lab=path.parent.name,
-                                          options=CheckOptions(device="cpu"), sandbox=sandbox)
+        lab = path.parent.name
+        _REPORTS[path] = check_submission(path, lab=lab, options=CheckOptions(device="cpu"),
+                                          sandbox=sandboxes(lab))
     return _REPORTS[path]
 
 
-@pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
-def test_submission_gets_expected_verdicts(path: Path, sandbox: Sandbox) -> None:
-    report = graded(path, sandbox)
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=f"{p.parent.name}/{p.stem}", marks=on_one_worker(p.parent.name))
+    for p in CASES])
+def test_submission_gets_expected_verdicts(path: Path, sandboxes: SharedSandboxes) -> None:
+    report = graded(path, sandboxes)
     failed = {(c.function, c.kind) for c in report.checks if c.status == "failed"}
     assert failed == expected_failures(path), "\n".join(
         f"{c.id}: {c.message}" for c in report.checks if c.status == "failed")
@@ -81,15 +85,16 @@ def test_submission_gets_expected_verdicts(path: Path, sandbox: Sandbox) -> None
         assert words not in text, text
 
 
-@pytest.mark.parametrize("lab", sorted(LAB_FILES))
+@pytest.mark.parametrize("lab", [pytest.param(lab, marks=on_one_worker(lab))
+                                 for lab in sorted(LAB_FILES)])
 def test_every_check_is_failed_by_a_mistake_and_passed_by_an_alternative(
-        lab: str, sandbox: Sandbox) -> None:
+        lab: str, sandboxes: SharedSandboxes) -> None:
     """A check no submission fails cannot be trusted to fail; one no idiom passes is too strict.
     Every lab, so a lab without known submissions (tests/submissions/<lab>/) fails here."""
     failed_by: dict[str, list[str]] = {}
     passed_by_alternative: set[str] = set()
     for path in (p for p in CASES if p.parent.name == lab):
-        report = graded(path, sandbox)
+        report = graded(path, sandboxes)
         for check in report.checks:
             if check.status == "failed":
                 failed_by.setdefault(check.id, []).append(path.stem)
@@ -112,8 +117,8 @@ FOREIGN_WORDS = {
 }
 
 
-@pytest.mark.parametrize("lab", sorted({p.parent.name for p in CASES}))
-def test_feedback_speaks_only_of_its_own_lab(lab: str, sandbox: Sandbox) -> None:
+@pytest.mark.parametrize("lab", [pytest.param(lab, marks=on_one_worker(lab)) for lab in LABS])
+def test_feedback_speaks_only_of_its_own_lab(lab: str, sandboxes: SharedSandboxes) -> None:
     """Every failed check of every known mistake of `lab` is worded in that lab's names: no
     `p.grad` or `lr` hint for a tensor_ops function, no `x` for an optimizer."""
     import re
@@ -121,7 +126,7 @@ def test_feedback_speaks_only_of_its_own_lab(lab: str, sandbox: Sandbox) -> None
     foreign = re.compile("|".join(FOREIGN_WORDS[lab]))
     strays = []
     for path in (p for p in CASES if p.parent.name == lab and expected_failures(p)):
-        for check in graded(path, sandbox).checks:
+        for check in graded(path, sandboxes).checks:
             if check.status != "failed" or check.kind == "runtime":
                 continue
             # An exception's own text (torch's words, quoted) is not the grader's.

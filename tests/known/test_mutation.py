@@ -14,6 +14,7 @@ from types import ModuleType
 import pytest
 
 from grader.sandbox import Sandbox
+from tests.conftest import SharedSandboxes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,9 +33,10 @@ LABS = sorted(mutation.LABS)
 
 
 @pytest.fixture(scope="module", params=LABS)
-def lab_sandbox(request: pytest.FixtureRequest) -> Iterator[tuple[str, Sandbox, Path]]:
-    with Sandbox([request.param]) as sandbox, tempfile.TemporaryDirectory() as folder:
-        yield request.param, sandbox, Path(folder)
+def lab_sandbox(request: pytest.FixtureRequest, sandboxes: SharedSandboxes
+                ) -> Iterator[tuple[str, Sandbox, Path]]:
+    with tempfile.TemporaryDirectory() as folder:
+        yield request.param, sandboxes(request.param), Path(folder)
 
 
 def test_the_solution_regions_are_the_lines_between_the_markers() -> None:

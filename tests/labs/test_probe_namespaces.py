@@ -25,6 +25,7 @@ import grader.labs
 from grader.engine import CheckOptions, check_submission
 from grader.models import Limits, Report
 from grader.sandbox import Sandbox, probing, tamper
+from tests.conftest import SharedSandboxes
 
 ROOT = Path(__file__).resolve().parents[2]
 UNFIXED = ROOT / "tests" / "submissions" / "autograd" / "fixed_block_is_buggy.py"
@@ -63,9 +64,8 @@ def _attack(tmp_path: Path, line: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(["autograd"]) as running:
-        yield running
+def sandbox(sandboxes: SharedSandboxes) -> Sandbox:
+    return sandboxes("autograd")
 
 
 @pytest.fixture(scope="module")

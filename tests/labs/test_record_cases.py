@@ -16,6 +16,7 @@ from grader.engine import CheckOptions, check_submission
 from grader.labs import LAB_FILES, get_lab
 from grader.labs.records import MalformedRecord, checked
 from grader.sandbox import runner
+from tests.conftest import SharedSandboxes
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 STATE = {"ptr": 1, "version": 0, "is_leaf": True, "requires_grad": True, "grad_fn": None,
@@ -83,7 +84,7 @@ def test_a_failed_record_fits_every_case() -> None:
 
 
 def test_an_extra_parameter_costs_the_function_not_the_grader(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSandboxes) -> None:
     """The forged record of issue 26: one parameter added to each of zero_grad's records
     (which made a judge raise: exit 3, "a bug in the grader")."""
     load = runner.Sandbox._load
@@ -99,7 +100,7 @@ def test_an_extra_parameter_costs_the_function_not_the_grader(
 
     monkeypatch.setattr(runner.Sandbox, "_load", staticmethod(forged))
     report = check_submission(SOLUTIONS / "optim" / "optimizer.py", lab="optim",
-                              options=CheckOptions(device="cpu"))
+                              options=CheckOptions(device="cpu"), sandbox=sandboxes("optim"))
     lost = [c for c in report.checks if c.function == "zero_grad" and c.status == "failed"]
     assert lost and all(c.kind == "runtime" and "not of its case" in c.debug for c in lost), [
         (c.id, c.kind, c.debug) for c in lost]

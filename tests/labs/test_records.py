@@ -14,6 +14,7 @@ from grader.labs import get_lab
 from grader.labs.records import MalformedRecord, checked
 from grader.labs.tensor_ops.records import record_type
 from grader.sandbox import runner
+from tests.conftest import SharedSandboxes
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 STATE = {"ptr": 1, "version": 0, "is_leaf": True, "requires_grad": False, "grad_fn": None,
@@ -52,7 +53,8 @@ def test_a_missing_function_s_record_is_a_failed_one() -> None:
 
 
 def test_a_malformed_record_costs_its_function_only(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     sandboxes: SharedSandboxes) -> None:
     load = runner.Sandbox._load
 
     def malformed(*args):
@@ -66,14 +68,15 @@ def test_a_malformed_record_costs_its_function_only(tmp_path: Path,
 
     monkeypatch.setattr(runner.Sandbox, "_load", staticmethod(malformed))
     report = check_submission(SOLUTIONS / "tensor_ops" / "tensor_ops.py", lab="tensor_ops",
-                              options=CheckOptions(device="cpu"))
+                              options=CheckOptions(device="cpu"),
+                              sandbox=sandboxes("tensor_ops"))
     failed = [c for c in report.checks if c.status == "failed"]
     assert failed and all(c.kind == "runtime" for c in failed), [c.message for c in failed]
     assert all("malformed record" in c.debug and c.flagged for c in failed)
     assert any("does not fit the case" in line for line in report.integrity)
 
 
-def test_a_judge_that_raises_is_the_graders_error() -> None:
+def test_a_judge_that_raises_is_the_graders_error(sandboxes: SharedSandboxes) -> None:
     check = get_lab("tensor_ops").check("relu_.values")
     original = check.judge
 
@@ -84,6 +87,7 @@ def test_a_judge_that_raises_is_the_graders_error() -> None:
     try:
         with pytest.raises(JudgeError, match=r"relu_\.values"):
             check_submission(SOLUTIONS / "tensor_ops" / "tensor_ops.py", lab="tensor_ops",
-                             options=CheckOptions(device="cpu"))
+                             options=CheckOptions(device="cpu"),
+                             sandbox=sandboxes("tensor_ops"))
     finally:
         object.__setattr__(check, "judge", original)

@@ -16,6 +16,7 @@ from grader.checks.core import computes
 from grader.engine import CheckOptions, check_submission
 from grader.labs import get_lab
 from grader.sandbox import Sandbox
+from tests.conftest import SharedSandboxes
 
 # --- the rule ----------------------------------------------------------------------------------
 
@@ -170,16 +171,10 @@ TEMPLATES = {"tensor_ops": TENSOR_OPS, "optim": OPTIM, "autograd": AUTOGRAD}
 DEFINED = {"autograd": ("update_leaf_",)}
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(sorted(TEMPLATES)) as running:
-        yield running
-
-
 @pytest.mark.parametrize("lab", sorted(TEMPLATES))
 @pytest.mark.parametrize("write", sorted(WRITES))
 def test_a_no_op_write_earns_what_pass_earns(lab: str, write: str, tmp_path: Path,
-                                             sandbox: Sandbox) -> None:
+                                             sandboxes: SharedSandboxes) -> None:
     template, functions = TEMPLATES[lab], DEFINED.get(lab, get_lab(lab).functions)
     filename = get_lab(lab).filename
     sgd = lab == "optim"
@@ -188,6 +183,7 @@ def test_a_no_op_write_earns_what_pass_earns(lab: str, write: str, tmp_path: Pat
                          (empty, _source(template, None, sgd=sgd))):
         path.parent.mkdir()
         path.write_text(source)
+    sandbox = sandboxes(lab)
     got, want = _scores(noop, lab, sandbox), _scores(empty, lab, sandbox)
     assert all(want[f] > 0 for f in functions), want  # both imported: signatures earned
     assert {f: got[f] for f in functions} == {f: want[f] for f in functions}

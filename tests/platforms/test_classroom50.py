@@ -19,7 +19,10 @@ from grader.models import CheckResult, Report
 from grader.platforms.classroom50.autograder import run
 from grader.platforms.classroom50.result import result_json
 from grader.views import View
-from tests.conftest import ROOT, SOLUTION
+from tests.conftest import ROOT, SOLUTION, grader_cli
+
+# Commands run in this process borrow their sandbox (conftest.shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_check_sandboxes")
 
 SCHEMA = json.loads(Path(__file__).with_name("classroom50_result.schema.json").read_text())
 KNOWN = ROOT / "tests" / "submissions" / "optim"
@@ -41,9 +44,7 @@ def valid(result: dict) -> dict:
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bundle")
-    made = subprocess.run([sys.executable, "-m", "grader", "classroom50", "init", "--lab",
-                           "optim", "-o", str(out)], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
+    made = grader_cli("classroom50", "init", "--lab", "optim", "-o", str(out))
     assert made.returncode == 0, made.stderr
     return out
 
@@ -91,6 +92,7 @@ def test_an_install_that_fails_still_leaves_a_valid_result(bundle: Path, tmp_pat
     assert "could not be installed: no network" in result["tests"][0]["message"]
 
 
+@pytest.mark.cli_subprocess
 def test_a_correct_checkout_gets_every_point(bundle: Path, tmp_path: Path) -> None:
     result = runner(bundle, tmp_path / "repo", {"optimizer.py": SOLUTION.read_text()})
     assert result["score"] == result["max-score"] > 0
@@ -98,6 +100,7 @@ def test_a_correct_checkout_gets_every_point(bundle: Path, tmp_path: Path) -> No
     assert all(t["passed"] for t in result["tests"])
 
 
+@pytest.mark.cli_subprocess
 def test_a_buggy_checkout_loses_the_right_points(bundle: Path, tmp_path: Path) -> None:
     files = {"optimizer.py": (KNOWN / "sgd_step_data_assign.py").read_text(), "README.md": "x"}
     result = runner(bundle, tmp_path / "repo", files)
@@ -106,6 +109,7 @@ def test_a_buggy_checkout_loses_the_right_points(bundle: Path, tmp_path: Path) -
     assert all(t["message"] and t["score"] == 0 for t in failed)
 
 
+@pytest.mark.cli_subprocess
 def test_a_crash_and_an_empty_checkout_still_give_a_result(bundle: Path, tmp_path: Path) -> None:
     crashed = runner(bundle, tmp_path / "crash", {"optimizer.py": "raise SystemExit(4)\n"})
     assert crashed["score"] == 0 and crashed["max-score"] > 0
@@ -114,16 +118,16 @@ def test_a_crash_and_an_empty_checkout_still_give_a_result(bundle: Path, tmp_pat
     assert "no optimizer.py in your submission" in empty["tests"][0]["message"]
 
 
+@pytest.mark.slow
 def test_a_timeout_is_a_failed_runtime_test(tmp_path: Path) -> None:
     source = SOLUTION.read_text().replace(
         "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n",
         "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n"
         "    while True:\n        pass\n", 1)
     (tmp_path / "optimizer.py").write_text(source)
-    run = subprocess.run([sys.executable, "-m", "grader", "classroom50", "run", "--lab", "optim",
-                          "--timeout", "3", "--checkout", str(tmp_path)], capture_output=True,
-                         text=True, timeout=300, env={**os.environ, **ENV})
-    assert run.returncode == 0, run.stderr
+    ran = grader_cli("classroom50", "run", "--lab", "optim", "--timeout", "3", "--checkout",
+                     str(tmp_path), env=ENV)
+    assert ran.returncode == 0, ran.stderr
     result = valid(json.loads((tmp_path / "result.json").read_text()))
     # `run` grades on every device there is: one runtime test per device (cuda's on a GPU).
     runtime = [t for t in result["tests"] if t["check"] == "sgd_step.runtime"]
@@ -170,11 +174,10 @@ def test_a_local_run_without_the_runners_environment_still_validates() -> None:
 
 
 def test_check_prints_a_classroom50_result() -> None:
-    run = subprocess.run([sys.executable, "-m", "grader", "check", str(SOLUTION), "--format",
-                          "classroom50", "--device", "cpu"], capture_output=True, text=True,
-                         timeout=300, env={**os.environ, **ENV})
-    assert run.returncode == 0, run.stderr
-    result = valid(json.loads(run.stdout))
+    ran = grader_cli("check", str(SOLUTION), "--format", "classroom50", "--device", "cpu",
+                     env=ENV)
+    assert ran.returncode == 0, ran.stderr
+    result = valid(json.loads(ran.stdout))
     assert result["score"] == result["max-score"] > 0
 
 

@@ -21,9 +21,8 @@ from grader.engine import CheckOptions, check_submission
 from grader.hidden import load_hidden_file
 from grader.models import CheckResult, Report
 from grader.platforms.github_classroom.result import render, result_json
-from grader.sandbox import Sandbox
 from grader.views import STAFF, STUDENT, View
-from tests.conftest import ROOT, SOLUTION
+from tests.conftest import ROOT, SOLUTION, SharedSandboxes
 
 SCHEMA = json.loads(Path(__file__).with_name("github_classroom_result.schema.json").read_text())
 KNOWN = ROOT / "tests" / "submissions" / "optim"
@@ -61,7 +60,8 @@ def valid(result: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
+def graded(tmp_path_factory: pytest.TempPathFactory,
+           sandboxes: SharedSandboxes) -> dict[str, Report]:
     """Each kind of submission graded once: correct, buggy, buggy with its failing checks
     hidden, a file that does not import, an empty file."""
     folder = tmp_path_factory.mktemp("github_classroom")
@@ -79,10 +79,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
     cases = {"solution": (SOLUTION, None), "buggy": (buggy, None),
              "hidden": (buggy, load_hidden_file(hidden)), "import": (broken, None),
              "empty": (empty, None)}
-    with Sandbox(["optim"]) as sandbox:
-        return {name: check_submission(path, lab="optim", sandbox=sandbox,
-                                       options=CheckOptions(device="cpu", hidden=secret))
-                for name, (path, secret) in cases.items()}
+    sandbox = sandboxes("optim")
+    return {name: check_submission(path, lab="optim", sandbox=sandbox,
+                                   options=CheckOptions(device="cpu", hidden=secret))
+            for name, (path, secret) in cases.items()}
 
 
 @pytest.mark.parametrize("name", REPORTS)
@@ -207,6 +207,7 @@ def test_the_documented_workflow_reads_the_variable_the_reporter_reads() -> None
     assert re.fullmatch(r"[a-zA-Z0-9]+", runners), "the reporter's pattern for runners"
 
 
+@pytest.mark.cli_subprocess
 def test_the_documented_step_writes_a_result_even_when_checks_fail(
         tmp_path: Path, graded: dict[str, Report]) -> None:
     _, run, variable, _ = _workflow()

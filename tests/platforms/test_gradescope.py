@@ -22,16 +22,17 @@ import pytest
 from grader import __version__
 from grader.models import CheckResult, Report
 from grader.platforms.gradescope.results import results_json
-from tests.conftest import ROOT, SOLUTION
+from tests.conftest import ROOT, SOLUTION, grader_cli
+
+# Commands run in this process borrow their sandbox (conftest.shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_check_sandboxes")
 
 SCHEMA = json.loads((Path(__file__).with_name("gradescope_results.schema.json")).read_text())
 HIDDEN = ROOT / "examples" / "optim" / "hidden.toml"
 KNOWN = ROOT / "tests" / "submissions" / "optim"
 
 
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
-                          text=True, timeout=300, cwd=cwd)
+cli = grader_cli
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,7 @@ def test_the_zip_has_gradescopes_layout(autograder: Path) -> None:
         assert check.returncode == 0, check.stderr
 
 
+@pytest.mark.cli_subprocess
 def test_a_correct_submission_gets_every_point(autograder: Path, tmp_path: Path) -> None:
     results = run_autograder(autograder, tmp_path, {"optimizer.py": SOLUTION.read_text()})
     assert results["score"] == sum(t["max_score"] for t in scored(results)) > 0
@@ -109,6 +111,7 @@ def test_a_correct_submission_gets_every_point(autograder: Path, tmp_path: Path)
     assert protections and "- separate process" in protections[0]["output"]
 
 
+@pytest.mark.cli_subprocess
 def test_a_buggy_submission_is_explained(autograder: Path, tmp_path: Path) -> None:
     source = (KNOWN / "sgd_step_data_assign.py").read_text()
     results = run_autograder(autograder, tmp_path, {"my_optimizer.py": source})
@@ -121,6 +124,7 @@ def test_a_buggy_submission_is_explained(autograder: Path, tmp_path: Path) -> No
     assert results["score"] == sum(t["score"] for t in scored(results))
 
 
+@pytest.mark.cli_subprocess
 def test_a_crash_at_import_scores_zero_with_the_reason(autograder: Path, tmp_path: Path) -> None:
     results = run_autograder(autograder, tmp_path, {"optimizer.py": "import os\nos._exit(3)\n"})
     assert results["score"] == 0
@@ -129,6 +133,7 @@ def test_a_crash_at_import_scores_zero_with_the_reason(autograder: Path, tmp_pat
     assert results["output"].count("ended the Python process") == 1  # told once, on top
 
 
+@pytest.mark.cli_subprocess
 def test_a_timeout_costs_that_function_and_is_said(autograder: Path, tmp_path: Path) -> None:
     source = SOLUTION.read_text().replace(
         "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n",
@@ -150,6 +155,7 @@ def test_a_timeout_costs_that_function_and_is_said(autograder: Path, tmp_path: P
     ({}, "no optimizer.py in your submission"),
     ({"a.py": "x = 1\n", "b.py": "y = 2\n"}, "several files were uploaded (a.py, b.py)"),
 ])
+@pytest.mark.cli_subprocess
 def test_a_wrong_upload_still_writes_results(autograder: Path, tmp_path: Path,
                                             files: dict[str, str], message: str) -> None:
     results = run_autograder(autograder, tmp_path, files)

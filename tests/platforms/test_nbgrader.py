@@ -41,9 +41,9 @@ from grader.platforms.nbgrader.source import (
     split_definitions,
     write_source_notebook,
 )
-from grader.sandbox import Sandbox
 from grader.stubs import BEGIN, strip_markers
 from grader.submission import notebook_source
+from tests.conftest import SharedSandboxes, grader_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
@@ -290,7 +290,8 @@ def student_notebook(release: nbformat.NotebookNode, answers: dict[str, str]
 
 
 @pytest.mark.slow
-def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
+def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path,
+                                                   sandboxes: SharedSandboxes) -> None:
     from nbgrader.api import Gradebook
 
     course = tmp_path / "course"
@@ -333,10 +334,9 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
     # What the grader itself says of each submitted notebook, hidden cases included.
     functions = get_lab("optim").functions
     options = CheckOptions(device="cpu", hidden=hidden)
-    with Sandbox(["optim"]) as sandbox:
-        reports = {student: check_submission(
-            course / "submitted" / student / ASSIGNMENT / source.name, lab="optim",
-            options=options, sandbox=sandbox) for student in students}
+    reports = {student: check_submission(
+        course / "submitted" / student / ASSIGNMENT / source.name, lab="optim",
+        options=options, sandbox=sandboxes("optim")) for student in students}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         for student, report in reports.items():
             submission = gradebook.find_submission(ASSIGNMENT, student)
@@ -365,10 +365,8 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path) -> None:
                 bob_total = submission.score
 
     # `check` on bob's notebook (no hidden file) gives the visible part of the same total.
-    result = subprocess.run([sys.executable, "-m", "grader", "check", "--device", "cpu",
-                             "--format", "json", str(course / "submitted" / "bob" / ASSIGNMENT
-                                                     / source.name)],
-                            capture_output=True, text=True, timeout=300)
+    result = grader_cli("check", "--device", "cpu", "--format", "json",
+                        str(course / "submitted" / "bob" / ASSIGNMENT / source.name))
     assert result.returncode == 1, result.stderr
     visible = json.loads(result.stdout)["score"]
     assert visible == pytest.approx(sum(cpu_points(reports["bob"], hidden_cases=False).values()))

@@ -180,6 +180,7 @@ def test_init_prints_the_info_json_block(made: tuple[Path, str]) -> None:
         "timeout": 4 * 5 * 2 + 30}}
 
 
+@pytest.mark.slow
 def test_the_solution_scores_one(solution: dict) -> None:
     assert solution["gradable"] is True and solution["score"] == 1.0
     assert all(t["points"] == t["max_points"] for t in solution["tests"])
@@ -189,6 +190,7 @@ def test_the_solution_scores_one(solution: dict) -> None:
     assert "✓" in solution["output"] and "✗" not in solution["output"]
 
 
+@pytest.mark.slow
 def test_hidden_checks_count_but_are_not_named_until_released(solution: dict) -> None:
     (hidden,) = [t for t in solution["tests"] if t["name"] == "hidden"]
     assert hidden["points"] == hidden["max_points"] > 0
@@ -197,6 +199,7 @@ def test_hidden_checks_count_but_are_not_named_until_released(solution: dict) ->
     assert "points shown" in solution["message"]
 
 
+@pytest.mark.slow
 def test_a_buggy_submission_names_its_failing_tests(buggy: dict) -> None:
     """sgd_step_data_assign.toml: storage, version and allocation fail, nothing else."""
     assert buggy["gradable"] is True and 0 < buggy["score"] < 1
@@ -211,6 +214,7 @@ def test_a_buggy_submission_names_its_failing_tests(buggy: dict) -> None:
     assert "3 of " in buggy["message"] and "checks failed" in buggy["message"]
 
 
+@pytest.mark.slow
 def test_a_file_that_does_not_import_scores_zero(tmp_path: Path, course: Path,
                                                  python: str) -> None:
     """NOTE: [gradable]: the student's file was run (here, compiled), so it is graded: 0."""
@@ -235,6 +239,7 @@ def test_a_timeout_costs_that_function(tmp_path: Path, python: str) -> None:
     assert results["gradable"] is True and 0 < results["score"] < 1
 
 
+@pytest.mark.slow
 def test_a_missing_upload_is_not_gradable(tmp_path: Path, course: Path, python: str) -> None:
     """NOTE: [gradable]: none of the student's code ran, so no attempt is used."""
     results = run_pointed(job(tmp_path, course, {"notes.txt": "no code"}), python)
@@ -272,6 +277,7 @@ def test_run_at_grade_as_prairielearn_runs_it(tmp_path: Path, course: Path, pyth
         (t["name"], t["max_points"]) for t in solution["tests"]]
 
 
+@pytest.mark.slow
 def test_init_refuses_a_broken_hidden_file_in_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "hidden.toml"
     bad.write_text('lab = "optim"\n[[case]]\nfunction = "SGD"\nlike = "nope"\nname = "x"\n')

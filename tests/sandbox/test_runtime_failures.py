@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from grader.engine import CheckOptions, check_submission
-from grader.models import Limits
+from grader.models import Limits, Report
+from tests.conftest import SharedSandboxes
 
 ZERO_GRAD_BODY = "    for p in params:\n        if p.grad is None:\n            continue\n"
 
 
-def grade(path: Path, timeout_s: float = 60.0):
-    options = CheckOptions(device="cpu", limits=Limits(timeout_s=timeout_s), lang="en")
-    return check_submission(path, lab="optim", options=options)
+@pytest.fixture
+def grade(sandboxes: SharedSandboxes) -> Callable[..., Report]:
+    """`check`'s route: its sandbox (no preload), shared, each submission in a fresh child."""
+
+    def graded(path: Path, timeout_s: float = 60.0) -> Report:
+        options = CheckOptions(device="cpu", limits=Limits(timeout_s=timeout_s), lang="en")
+        return check_submission(path, lab="optim", options=options,
+                                sandbox=sandboxes("optim", preload=False))
+
+    return graded
 
 
 def told(report, function: str) -> str:
@@ -29,7 +38,8 @@ def by_function(report, function: str):
     return [c for c in report.checks if c.function == function and c.status != "skipped"]
 
 
-def test_a_hang_costs_only_that_function(make_submission) -> None:
+@pytest.mark.slow
+def test_a_hang_costs_only_that_function(make_submission, grade) -> None:
     path = make_submission((ZERO_GRAD_BODY, "    while True:\n        pass\n" + ZERO_GRAD_BODY))
     started = time.monotonic()
     report = grade(path, timeout_s=3)
@@ -45,7 +55,8 @@ def test_a_hang_costs_only_that_function(make_submission) -> None:
     assert report.score == report.max_score - sum(c.max_score for c in failed) > 0
 
 
-def test_a_hang_that_catches_base_exception_is_still_stopped(make_submission) -> None:
+@pytest.mark.slow
+def test_a_hang_that_catches_base_exception_is_still_stopped(make_submission, grade) -> None:
     loop = ("    while True:\n        try:\n            time.sleep(10)\n"
             "        except BaseException:\n            pass\n")
     path = make_submission(("import torch\n", "import time\nimport torch\n"),
@@ -54,7 +65,7 @@ def test_a_hang_that_catches_base_exception_is_still_stopped(make_submission) ->
     assert [c.kind for c in by_function(report, "zero_grad")] == ["runtime"]
 
 
-def test_exit_inside_a_function_costs_only_that_function(make_submission) -> None:
+def test_exit_inside_a_function_costs_only_that_function(make_submission, grade) -> None:
     path = make_submission(("import torch\n", "import os\nimport torch\n"),
                            ("    with torch.no_grad():\n        for p in params:",
                             "    os._exit(0)\n    with torch.no_grad():\n        for p in params:"))
@@ -65,7 +76,7 @@ def test_exit_inside_a_function_costs_only_that_function(make_submission) -> Non
     assert all(c.status == "passed" for c in by_function(report, "zero_grad"))
 
 
-def test_sys_exit_at_import_scores_zero_with_a_message(make_submission) -> None:
+def test_sys_exit_at_import_scores_zero_with_a_message(make_submission, grade) -> None:
     path = make_submission(prelude="import sys\nsys.exit(0)\n")
     report = grade(path)
     assert report.score == 0 and report.max_score > 0
@@ -75,7 +86,7 @@ def test_sys_exit_at_import_scores_zero_with_a_message(make_submission) -> None:
     assert report.checks[0].message == "not graded: optimizer.py did not import"
 
 
-def test_syntax_error_names_the_line(tmp_path: Path) -> None:
+def test_syntax_error_names_the_line(tmp_path: Path, grade) -> None:
     path = tmp_path / "optimizer.py"
     path.write_text("import torch\n\ndef zero_grad(params, set_to_none=False)\n    pass\n")
     report = grade(path)
@@ -85,7 +96,7 @@ def test_syntax_error_names_the_line(tmp_path: Path) -> None:
     assert "SyntaxError" in failure.message and "line 3" in failure.got
 
 
-def test_no_process_started_by_the_submission_outlives_its_grading(make_submission) -> None:
+def test_no_process_started_by_the_submission_outlives_its_grading(make_submission, grade) -> None:
     # Found by its command line: inside a process namespace the pid the submission sees is
     # not the host's. The duration names this test run, so another run's is never seen.
     duration = f"300.{os.getpid():07d}"
@@ -112,19 +123,21 @@ def running(command: str) -> list[int]:
     return found
 
 
-def test_student_output_never_reaches_the_report(make_submission) -> None:
+def test_student_output_never_reaches_the_report(make_submission, grade) -> None:
     path = make_submission(prelude='print(\'{"lab": "optim", "score": 999}\')\n')
     report = grade(path)
     assert report.score == report.max_score
     assert report.max_score < 999
 
 
-def test_the_memory_limit_stops_a_huge_allocation(make_submission) -> None:
+def test_the_memory_limit_stops_a_huge_allocation(make_submission,
+                                                  sandboxes: SharedSandboxes) -> None:
     grab = "    torch.empty(2**31, dtype=torch.float32).fill_(1.0)  # 8 GiB\n"
     path = make_submission(("    with torch.no_grad():\n        for p in params:",
                             grab + "    with torch.no_grad():\n        for p in params:"))
     options = CheckOptions(device="cpu", limits=Limits(memory_bytes=2 * 1024**3), lang="en")
-    report = check_submission(path, lab="optim", options=options)
+    report = check_submission(path, lab="optim", options=options,
+                              sandbox=sandboxes("optim", preload=False))
     failed = [c for c in report.checks if c.status == "failed"]
     assert {c.function for c in failed} == {"sgd_step"}
     assert any("can't allocate memory" in c.message or "MemoryError" in c.message
@@ -132,7 +145,8 @@ def test_the_memory_limit_stops_a_huge_allocation(make_submission) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace needs root here")
-def test_the_network_is_unreachable_from_a_submission(make_submission, tmp_path: Path) -> None:
+def test_the_network_is_unreachable_from_a_submission(make_submission, tmp_path: Path,
+                                                      grade) -> None:
     import socket
 
     server = socket.socket()

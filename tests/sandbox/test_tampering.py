@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
 from grader.engine import CheckOptions, check_submission
+from grader.models import Report
+from tests.conftest import SharedSandboxes
 
 SGD_BODY = "    with torch.no_grad():\n        for p in params:"
 
 
-def grade(path):
-    return check_submission(path, lab="optim", options=CheckOptions(device="cpu", lang="en"))
+@pytest.fixture
+def grade(sandboxes: SharedSandboxes) -> Callable[[Path], Report]:
+    """`check`'s route: its sandbox (no preload), shared, each submission in a fresh child."""
+
+    def graded(path: Path) -> Report:
+        return check_submission(path, lab="optim", options=CheckOptions(device="cpu", lang="en"),
+                                sandbox=sandboxes("optim", preload=False))
+
+    return graded
 
 
-def test_patching_at_import_fails_every_function_with_the_name(make_submission) -> None:
+def test_patching_at_import_fails_every_function_with_the_name(make_submission, grade) -> None:
     path = make_submission(prelude="import torch\ntorch.Tensor.data_ptr = lambda self: 0\n")
     report = grade(path)
     assert report.score == 0
@@ -19,7 +33,7 @@ def test_patching_at_import_fails_every_function_with_the_name(make_submission) 
     assert "torch.Tensor.data_ptr" in report.checks[0].message
 
 
-def test_patching_inside_one_function_costs_that_function_only(make_submission) -> None:
+def test_patching_inside_one_function_costs_that_function_only(make_submission, grade) -> None:
     patch = ("    import torch.testing\n"
              "    torch.testing.assert_close = lambda *args, **kwargs: None\n")
     path = make_submission((SGD_BODY, patch + SGD_BODY))
@@ -32,7 +46,7 @@ def test_patching_inside_one_function_costs_that_function_only(make_submission) 
     assert all(c.status != "failed" for c in report.checks if c.function in ("SGD", "Adam"))
 
 
-def test_patching_builtins_is_named(make_submission) -> None:
+def test_patching_builtins_is_named(make_submission, grade) -> None:
     loop = "    for p in params:\n        if p.grad is None:\n            continue\n"
     patch = "    import builtins\n    builtins.id = lambda obj: 0\n"
     path = make_submission((loop + "        if set_to_none:",
@@ -43,7 +57,7 @@ def test_patching_builtins_is_named(make_submission) -> None:
 
 
 def test_protections_come_from_the_worker_never_from_a_record(make_submission,
-                                                              monkeypatch) -> None:
+                                                              monkeypatch, grade) -> None:
     """A record that claims layers (forged past every other layer: here by the test, in the
     grading process) changes nothing the report says was in force."""
     from grader.sandbox import runner

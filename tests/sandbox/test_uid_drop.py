@@ -25,7 +25,7 @@ from grader.sandbox.limits import (
 )
 from grader.sandbox.runner import OWN_FOLDER_LIMIT, _own_copy
 from grader.submission import load_submission
-from tests.conftest import SOLUTION
+from tests.conftest import SOLUTION, grader_cli
 
 NOBODY = 65534
 SPY = '''
@@ -62,12 +62,7 @@ def test_a_uid_that_would_drop_nothing_or_cannot_exist_is_refused(value: str) ->
 
 
 def test_the_grader_refuses_a_bad_uid_setting_in_one_line() -> None:
-    import subprocess
-    import sys
-
-    run = subprocess.run([sys.executable, "-m", "grader", "check", str(SOLUTION)],
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "INPLACE_GRADER_UID": "0"})
+    run = grader_cli("check", str(SOLUTION), env={"INPLACE_GRADER_UID": "0"})
     assert run.returncode == 2
     assert run.stderr.startswith("inplace-grader: error: INPLACE_GRADER_UID='0'")
     assert len(run.stderr.strip().splitlines()) == 1
@@ -122,6 +117,7 @@ def test_an_unreadable_own_folder_is_copied_python_files_first(tmp_path: Path) -
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
+@pytest.mark.xdist_group("uid-nobody")  # two workers' jobs never share a uid
 def test_the_submission_runs_as_another_uid_and_cannot_read_root_files() -> None:
     solution = load_submission(SOLUTION, filename="optimizer.py")
     with tempfile.TemporaryDirectory() as folder:
@@ -152,6 +148,7 @@ def zero_grad(params, set_to_none=False):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
+@pytest.mark.xdist_group("uid-nobody")  # two workers' jobs never share a uid
 def test_after_the_drop_the_child_writes_its_scratch_and_imports_its_own_helpers(
         tmp_path: Path) -> None:
     folder = tmp_path / "alice"  # 0700, like pytest's own folders: unreadable to the uid

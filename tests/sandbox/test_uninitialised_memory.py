@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.engine import CheckOptions, check_submission
+from tests.conftest import SharedSandboxes
 
 SHOWS_EMPTY = '''
 import torch
@@ -16,10 +17,11 @@ def zero_grad(params, set_to_none=False):
 '''
 
 
-def test_torch_empty_reads_as_nan_in_the_child(tmp_path: Path) -> None:
+def test_torch_empty_reads_as_nan_in_the_child(tmp_path: Path, sandboxes: SharedSandboxes) -> None:
     path = tmp_path / "optimizer.py"
     path.write_text(SHOWS_EMPTY)
-    report = check_submission(path, lab="optim", options=CheckOptions(device="cpu"))
+    report = check_submission(path, lab="optim", options=CheckOptions(device="cpu"),
+                              sandbox=sandboxes("optim", preload=False))
     said = next(c.message for c in report.checks
                 if c.function == "zero_grad" and "empty=" in c.message)
     values = said.split("empty=", 1)[1].split(",")

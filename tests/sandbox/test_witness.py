@@ -10,6 +10,7 @@ import torch
 from grader.engine import CheckOptions, check_submission
 from grader.sandbox import runner
 from grader.sandbox.witness import Arena, layout, read
+from tests.conftest import SharedSandboxes
 
 OUT_OF_PLACE = '''
 import torch
@@ -38,7 +39,8 @@ def test_arena_tensors_are_plain_leaves_whose_writes_reach_the_file(tmp_path: Pa
 
 
 def test_a_forged_record_loses_to_the_callers_memory(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     sandboxes: SharedSandboxes) -> None:
     """A record forged past every other layer (here by the test, in the grading process)
     claims an out-of-place sgd_step wrote in place; the memory the grader reads says not."""
     path = tmp_path / "optimizer.py"
@@ -56,7 +58,8 @@ def test_a_forged_record_loses_to_the_callers_memory(tmp_path: Path,
         return record
 
     monkeypatch.setattr(runner.Sandbox, "_load", staticmethod(forged))
-    report = check_submission(path, lab="optim", options=CheckOptions(device="cpu"))
+    report = check_submission(path, lab="optim", options=CheckOptions(device="cpu"),
+                              sandbox=sandboxes("optim", preload=False))
     sgd = [c for c in report.checks if c.function == "sgd_step" and c.status == "failed"]
     assert [c.kind for c in sgd] == ["runtime"], [c.message for c in sgd]
     assert "disagrees with the caller's memory" in sgd[0].message
@@ -118,7 +121,7 @@ def _claim_kept_memory(observed: dict) -> None:
 ], ids=["zero_grad", "SGD"])
 def test_a_forged_record_of_each_witnessed_function_loses(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, function: str, override: str,
-        forge) -> None:
+        forge, sandboxes: SharedSandboxes) -> None:
     path = tmp_path / "optimizer.py"
     path.write_text(SOLUTION.read_text() + override)
     load = runner.Sandbox._load
@@ -131,7 +134,8 @@ def test_a_forged_record_of_each_witnessed_function_loses(
         return record
 
     monkeypatch.setattr(runner.Sandbox, "_load", staticmethod(forged))
-    report = check_submission(path, lab="optim", options=CheckOptions(device="cpu"))
+    report = check_submission(path, lab="optim", options=CheckOptions(device="cpu"),
+                              sandbox=sandboxes("optim", preload=False))
     failed = [c for c in report.checks if c.function == function and c.status == "failed"]
     assert [c.kind for c in failed] == ["runtime"], [c.message for c in failed]
     assert "disagrees with the caller's memory" in failed[0].message

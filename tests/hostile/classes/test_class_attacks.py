@@ -23,6 +23,10 @@ from grader.engine import CheckOptions, grade_upload
 from grader.models import Limits
 from grader.student_files import display_name
 
+# The classes and uploads graded here borrow their sandboxes
+# (conftest.shared_batch_workers, shared_check_sandboxes).
+pytestmark = pytest.mark.usefixtures("shared_batch_workers", "shared_check_sandboxes")
+
 ROOT = Path(__file__).resolve().parents[3]
 KNOWN = ROOT / "tests" / "submissions" / "optim"
 CORRECT = (KNOWN / "reference_copy.py").read_text()
