@@ -99,7 +99,7 @@ def known_submissions() -> dict[str, int]:
     without one is counted apart: it would be a file no test reads)."""
     found: Counter[str] = Counter()
     for folder in sorted([*TESTS.joinpath("submissions").iterdir(), TESTS / "hostile"]):
-        for path in sorted(folder.glob("*.py")):
+        for path in sorted(p for p in folder.glob("*.py") if not p.name.startswith("test_")):
             kind = "with .toml" if path.with_suffix(".toml").exists() else "WITHOUT .toml"
             found[f"{folder.relative_to(TESTS)} ({kind})"] += 1
     found["hidden (hidden-case submissions)"] = len(list(TESTS.joinpath("hidden").glob("*.py")))

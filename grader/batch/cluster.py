@@ -55,6 +55,9 @@ STALL_S = 120.0
 LOOPBACK_ANY_PORT = "127.0.0.1:0"
 HTTP_ROUTES = ("distributed.scheduler.http.routes", "distributed.worker.http.routes")
 POLL_S = 5.0
+# How long a scheduler named by --cluster may take to answer, then to have a worker.
+CONNECT_S = 10.0
+WORKERS_S = 30.0
 
 
 def parse_address(text: str) -> tuple[str, int | None]:
@@ -91,8 +94,8 @@ def connect(address: str, *, workers: int) -> Iterator[distributed.Client]:
             client = stack.enter_context(distributed.Client(cluster))
         else:
             try:
-                client = stack.enter_context(distributed.Client(where, timeout="10s"))
-                client.wait_for_workers(1, timeout=30)
+                client = stack.enter_context(distributed.Client(where, timeout=CONNECT_S))
+                client.wait_for_workers(1, timeout=WORKERS_S)
             except Exception as exc:  # refused, timed out, TLS without its configuration
                 raise UsageError(f"--cluster {where}: no Dask scheduler with a worker answered "
                                  f"({type(exc).__name__}: {str(exc)[:200]})") from None
