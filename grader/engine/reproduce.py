@@ -42,12 +42,13 @@ def reproducers(context: GradingContext, observed: Observed, rows: list[Scored]
             or observed.job.api is None:
         return {}
     api, scan = observed.job.api["api"], observed.job.outcome.static
-    judged = {(row.function, row.device) for row in rows
-              if row.kind != "runtime" and not row.skipped and lab.check(row.check).per_device}
+    checks = {check.id: check for check in lab.checks}
+    judged = {(row.function, row.device) for row in rows if not row.skipped
+              and (check := checks.get(row.check)) is not None and check.per_device}
     found: dict[tuple[str, str], Reproducer] = {}
     for row in wanted:
         try:
-            check = lab.check(row.check)
+            check = checks[row.check]
             seen = _evidence(context, observed, api, scan.policy.get(row.function, []),
                              row.function, row.device if check.per_device else None, judged)
             located = None if seen is None else failing_case(check, seen, row.finding)

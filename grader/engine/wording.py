@@ -10,7 +10,15 @@ from grader import feedback
 from grader.checks.findings import Finding, Phrase
 from grader.engine.scoring import Scored
 from grader.labs.base import Lab
-from grader.labs.reproducers import Assert, Close, Line, Raise, Reproducer, Runtime
+from grader.labs.reproducers import (
+    Assert,
+    Close,
+    Comment,
+    Line,
+    Raise,
+    Reproducer,
+    Runtime,
+)
 from grader.models import CheckResult
 
 
@@ -94,6 +102,8 @@ def _code(line: Line, lang: str) -> str:
     if isinstance(line, str):
         return line
     pad = "    " * line.indent
+    if isinstance(line, Comment):
+        return f"{pad}# {feedback.reproducer_words(line.key, lang, **line.params)}"
     message = _message_literal(line.key, line.params, lang)
     if isinstance(line, Assert):
         return f"{pad}assert {line.condition}, {message}"

@@ -11,8 +11,7 @@ it and never runs it; the student does.
 A reproducer must fail on the code that failed the check and pass on a correct one; a builder
 returns None where a faithful plain-Python reproducer is not possible (an allocation seen only
 by the sandbox's outside meter, a forbidden import), and that check is counted as not covered
-(bench/reproducers.py). tests/known/test_reproducers.py runs every known mistake's
-reproducers.
+(bench/reproducers.py). tests/test_reproducers.py runs every known mistake's reproducers.
 """
 
 from __future__ import annotations
@@ -25,8 +24,7 @@ from grader.checks.findings import Finding
 
 def itemsize(name: str) -> int:
     """Bytes per element of a dtype a case names (torch is loaded only when asked: the engine
-    imports this module before the sandbox's worker starts, and would serialise two torch
-    imports)."""
+    imports this module before the sandbox's worker starts)."""
     from grader.checks.dtypes import DTYPES
 
     return int(DTYPES[name].itemsize)
@@ -85,7 +83,25 @@ class Raise:
     indent: int = 0
 
 
-Line = str | Assert | Close | Raise
+@dataclass(frozen=True)
+class Comment:
+    """`# <words>`: a line saying what the code below it does, `[reproducers].<key>`."""
+
+    key: str
+    params: dict[str, Any] = field(default_factory=dict)
+    indent: int = 0
+
+
+Line = str | Assert | Close | Raise | Comment
+
+
+def kept_alive(names: str) -> list[Line]:
+    """`aliases`: the memory of `names` (code: a tensor, or a list of them) as it is before
+    the call. Holding it keeps it allocated, so a new storage cannot take its address: the
+    pointer comparison then shows a replaced storage every time
+    (docs/semantics.md#storage-reuse)."""
+    value = f"[p.detach() for p in {names}]" if names == "params" else f"{names}.detach()"
+    return [Comment("kept_alive"), f"aliases = {value}"]
 
 
 @dataclass(frozen=True)

@@ -109,3 +109,19 @@ def test_most_failed_checks_have_a_reproducer(lab: str, sandboxes: SharedSandbox
                 asked += 1
                 covered += bool(check.reproducer)
     assert covered >= COVERAGE * asked, (lab, covered, asked)
+
+
+@pytest.mark.slow
+def test_hidden_checks_and_cases_never_get_a_reproducer(sandboxes: SharedSandboxes) -> None:
+    """Their inputs stay secret until released; a visible failure of the same file gets one."""
+    from grader.engine import CheckOptions, check_submission
+    from grader.hidden import load_hidden_file
+
+    hidden = load_hidden_file(ROOT / "examples" / "optim" / "hidden.toml")
+    mistake = ROOT / "tests" / "submissions" / "optim" / "Adam_no_bias_correction.py"
+    report = check_submission(mistake, lab="optim", sandbox=sandboxes("optim"),
+                              options=CheckOptions(device="cpu", hidden=hidden))
+    failed = [check for check in report.checks if check.status == "failed"]
+    assert any(check.hidden for check in failed)
+    assert all(not check.reproducer for check in failed if check.hidden)
+    assert any(check.reproducer for check in failed if not check.hidden)

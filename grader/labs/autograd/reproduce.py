@@ -17,11 +17,13 @@ from grader.labs.reproducers import (
     ERROR_KEYS,
     Assert,
     Close,
+    Comment,
     Line,
     Reproducer,
     draw,
     dtype,
     indented,
+    kept_alive,
     must_not_raise,
     raises,
     same_values,
@@ -103,7 +105,7 @@ def _update_leaf(check: CheckSpec, case: Case, finding: Finding) -> list[Line] |
     if key == "not_returned":
         return [*lines, "", call, Assert("out is leaf", "not_returned", about)]
     if key == "storage_replaced":
-        return [*lines, "before = leaf.data_ptr()", "", call,
+        return [*lines, "before = leaf.data_ptr()", *kept_alive("leaf"), "", call,
                 Assert("leaf.data_ptr() == before", "storage_replaced", about)]
     if key == "writes_elsewhere":
         return [*lines, "alias = leaf.detach()", "", call,
@@ -186,7 +188,7 @@ def _keeps_graph(case: Case, lines: list[Line], called: list[Line], *, guard: bo
     (which of them raised, the finding does not say)."""
     backward = "(result[0] * w).sum().backward()"
     return [
-        "# what autograd gives for `t + value`, on a copy built the same way",
+        Comment("reference_add"),
         *start(case, t="t_ref", leaf="leaf_ref"),
         *value(case),
         f"w = {drawn('list(t_ref.shape)', case['seed'] + 2, case)}",
@@ -233,8 +235,8 @@ def _fixed_block(check: CheckSpec, case: Case, finding: Finding) -> list[Line] |
                 *must_not_raise("out.sum().backward()", function="backward")]
     if key in ERROR_KEYS:
         return [*lines, "", *must_not_raise("out = fixed_block(x, w)", function="fixed_block")]
-    reference = [
-        "# the block out of place, in float64: what fixed_block must compute",
+    reference: list[Line] = [
+        Comment("reference_block"),
         "x64 = x.detach().double().requires_grad_()",
         "w64 = w.detach().double().requires_grad_()",
         "want = ((x64 @ w64).relu().sigmoid() * 2).exp().add(1).sum()",

@@ -28,6 +28,7 @@ from grader.labs.reproducers import (
     dtype,
     indented,
     itemsize,
+    kept_alive,
     must_not_raise,
     profiled,
     same_values,
@@ -190,7 +191,8 @@ def _sgd_step(check: CheckSpec, case: Case, finding: Finding) -> list[Line] | No
                        "missing_grad_touched", about,
                        only=_with(case, False))]
     if key == "storage_replaced":
-        return [*lines, "before = [p.data_ptr() for p in params]", "", call,
+        return [*lines, "before = [p.data_ptr() for p in params]", *kept_alive("params"), "",
+                call,
                 *_each("p.data_ptr() == before[i]", "storage_replaced", about)]
     if key == "writes_elsewhere":
         return [*lines, "aliases = [p.detach() for p in params]", "", call,
@@ -216,10 +218,10 @@ def _sgd_step(check: CheckSpec, case: Case, finding: Finding) -> list[Line] | No
 
 # --- SGD and Adam ------------------------------------------------------------------------
 
-def _refill(case: Case) -> list[Line]:
+def _refill(case: Case, *, compare: bool) -> list[Line]:
     """The step's gradients (inputs.py `step_grads`), written into the tensors of the step
-    before as backward accumulates into the `.grad` it keeps (probes.py `_refill`); the
-    reference optimizer gets the same, in float64."""
+    before as backward accumulates into the `.grad` it keeps (probes.py `_refill`); with
+    `compare`, the reference optimizer's parameters get the same, in float64."""
     lines: list[Line] = ["    for i, p in enumerate(params):",
                          f"        fresh = torch.randn(p.shape, generator=torch.Generator()"
                          f".manual_seed({case['seed']} * 7919 + step * 97 + i), "
@@ -229,15 +231,19 @@ def _refill(case: Case) -> list[Line]:
                   "            fresh = torch.zeros_like(fresh)"]
     elif "grad_scale" in case:
         lines.append(f"        fresh = fresh * {case['grad_scale']!r}")
-    if case.get("none_grads"):
+    missing = bool(case.get("none_grads"))
+    if missing:
         lines += [f"        if [i, step] in {case['none_grads']}:", "            fresh = None"]
-    lines += ["        if fresh is None or grads[i] is None or grads[i].shape != fresh.shape:",
+    lines += [f"        if {'fresh is None or ' if missing else ''}grads[i] is None:",
               "            grads[i] = fresh",
               "        else:",
               "            with torch.no_grad():",
               "                grads[i].copy_(fresh)",
-              "        p.grad = grads[i]",
-              "        reference[i].grad = None if fresh is None else fresh.double()"]
+              "        p.grad = grads[i]"]
+    if compare:
+        lines.append("        reference[i].grad = "
+                     + ("None if fresh is None else fresh.double()" if missing
+                        else "fresh.double()"))
     return lines
 
 
@@ -268,7 +274,7 @@ def _trajectory(check: CheckSpec, case: Case, finding: Finding) -> list[Line] | 
                        "trajectory", {"cls": cls, "tensor": _param(), "step": at_step},
                        indent=1)]
     elif key == "storage_replaced":
-        before = ["before = [p.data_ptr() for p in params]"]
+        before = ["before = [p.data_ptr() for p in params]", *kept_alive("params")]
         after = _each("p.data_ptr() == before[i]", "storage_replaced_at", about)
     elif key == "write_changes_nothing":  # versions move, values do not
         after = ["for i, p in enumerate(params):",
@@ -293,20 +299,22 @@ def _trajectory(check: CheckSpec, case: Case, finding: Finding) -> list[Line] | 
         setup, after = _state_checks(cls, case)
     else:
         return None
-    steps = case["steps"]
+    compare = key in ("trajectory_mismatch", "write_changes_nothing")
+    reference: list[Line] = [
+        "reference = [p.detach().clone().double().requires_grad_() for p in params]",
+        f"expected = torch.optim.{cls}(reference, {config})"] if compare else []
     return [
         *params_lines(case),
-        "reference = [p.detach().clone().double().requires_grad_() for p in params]",
-        f"expected = torch.optim.{cls}(reference, {config})",
+        *reference,
         *build_lines,
         "grads = [None] * len(params)",
         *setup,
         "",
-        f"for step in range({steps}):",
-        *_refill(case),
+        f"for step in range({case['steps']}):",
+        *_refill(case, compare=compare),
         *indented(before, 1),
         *indented(step_lines, 1),
-        "    expected.step()",
+        *(["    expected.step()"] if compare else []),
         *indented(after, 1),
     ]
 
