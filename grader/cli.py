@@ -188,19 +188,31 @@ def main() -> None:
 @click.option("--watch", is_flag=True,
               help="Grade again each time the file (the folder, the notebook) is saved, "
                    "with the sandbox kept warm; Ctrl-C stops. --format json: a line per run.")
+@click.option("--explain", "explain_id", metavar="CHECK_ID",
+              help="Print a failed check's reproducer: code to run next to your file that "
+                   "shows the failure (the id is shown beside each failed check).")
 def check(submission: Path, lab: str | None, device: str, output_format: str,
           lang: str | None, timeout: float, memory_mib: int, rubric_path: Path | None,
           hidden_path: Path | None, integrity: str, debug: bool, failed_only: bool,
-          watch: bool) -> None:
+          watch: bool, explain_id: str | None) -> None:
     """Grade one submission (a .py file, a folder or a notebook)."""
     from grader.engine import DoesNotImport, check_submission, error_report
-    from grader.labs import infer_lab_name
+    from grader.explain import failed_check, known_check
+    from grader.labs import check_lab_name, infer_lab_name
     from grader.render import print_import_failure, render_text
     from grader.submission import SubmissionError
 
     if watch and output_format not in ("text", "json"):
         _usage_error(f"--watch prints text or json, not {output_format}; run "
                      f"`check --format {output_format}` once without --watch")
+    if explain_id is not None:  # a typo is told before anything is graded
+        if output_format != "text":
+            _usage_error("--explain prints code: it takes no --format")
+        if watch:
+            _usage_error("--explain prints one check's code once: it takes no --watch")
+        known = check_lab_name(lab) if lab else infer_lab_name(submission)
+        if known is not None:
+            known_check(known, explain_id)
     options = check_options(device=device, lang=lang, timeout=timeout, memory_mib=memory_mib,
                             rubric_path=rubric_path, hidden=_load_hidden(hidden_path),
                             integrity=integrity)
@@ -231,6 +243,14 @@ def check(submission: Path, lab: str | None, device: str, output_format: str,
         _internal_error(exc)
     if report.error and output_format == "text":  # nothing to grade: one line, exit 2
         _usage_error(report.error)
+    if explain_id is not None and report.import_error is None:
+        explained = failed_check(report, known_check(report.lab, explain_id))
+        if not explained.reproducer:
+            click.echo(f"{PROG}: {explain_id} failed, but no plain-Python reproducer shows "
+                       f"this failure: {explained.message}", err=True)
+            sys.exit(report.return_code)
+        click.echo(explained.reproducer, nl=False)
+        sys.exit(report.return_code)
     if output_format != "text":
         click.echo(_formatted(report, output_format, options), nl=False)
     else:

@@ -128,3 +128,9 @@ def word(finding: Finding, lang: str, *, lab: str = "") -> Wording:
                                       entry["hint"])
     return Wording(*(fill(text, finding.params, lang)
                      for text in (entry["summary"], entry["expected"], entry["got"], hint)))
+
+
+def reproducer_words(entry: str, lang: str, /, **params: Any) -> str:
+    """A phrase of the reproducers' catalog (`[reproducers]`): a heading, or the message of
+    the assert a reproducer ends in (engine/wording.py)."""
+    return fill(catalog(lang)["reproducers"][entry], params, lang)

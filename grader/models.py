@@ -48,6 +48,11 @@ class CheckResult(BaseModel):
     got: str = ""
     hint: str = ""
     debug: str = Field(default="", description="Traceback or stderr tail; shown with --debug.")
+    reproducer: str = Field(default="", description=(
+        "A failed check's reproducer (docs/semantics.md#reproducers): plain Python to run next "
+        "to the student's file that builds the failing case's inputs, calls their function "
+        "and ends in the assert that fails; shown by `check --explain ID`. Empty for a passed "
+        "or hidden check, or one no faithful reproducer exists for."))
     hidden: bool = Field(default=False, description="Graded, but withheld from student feedback "
                          "until released (an instructor's hidden case or hidden check).")
     flagged: bool = Field(default=False, description=(

@@ -50,6 +50,7 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
             name = Text(check.name)
             if check.hidden:
                 name.append(f" [{feedback.ui('hidden_tag', lang)}]", style="dim")
+            name.append(f" [{check.id}]" if check.status == "failed" else "", style="dim")
             table.add_row(Text(mark, style=color), name, check.device,
                           f"{check.score:g}/{check.max_score:g}")
         console.print(table)

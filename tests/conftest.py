@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import torch
 
+from grader.models import CheckResult, Report
+
 if TYPE_CHECKING:
     from grader.sandbox import Sandbox
 
@@ -261,3 +263,22 @@ def sandboxes() -> Iterator[SharedSandboxes]:
         yield shared
     finally:
         shared.close()
+
+
+# Reports built by hand, for what words and shows a report's rows without grading anything.
+
+
+def report_of(*checks: CheckResult) -> Report:
+    """A report of the optim lab holding `checks`."""
+    return Report(lab="optim", score=0.0, max_score=1.0, checks=list(checks),
+                  grader_version="0", torch_version="0", elapsed_s=0.0)
+
+
+def failed_row(check_id: str = "sgd_step.same_storage", *, status: str = "failed",
+         reproducer: str = "", hidden: bool = False, device: str = "cpu") -> CheckResult:
+    """A row of `check_id`, failed unless `status` says otherwise."""
+    return CheckResult(id=check_id, name=check_id, function=check_id.partition(".")[0],
+                       kind="storage", device=device, status=status,  # type: ignore[arg-type]
+                       passed=status == "passed", score=0.0, max_score=1.0,
+                       message="`params[0]` now points to different memory",
+                       reproducer=reproducer, hidden=hidden)

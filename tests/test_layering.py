@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"grader.sandbox"},  # running student code: zygote, children, audit, the probes' toolkit
     {"grader.labs"},  # each lab's plan, inputs, probes (over the sandbox) and judges
     {"grader.submission", "grader.import_failure", "grader.hidden", "grader.quick_answers"},
-    {"grader.summary", "grader.views", "grader.render"},
+    {"grader.summary", "grader.views", "grader.render", "grader.explain"},
     {"grader.engine"},  # one submission: observe, judge, score, word
     {"grader.watch"},  # one submission again at each save (check --watch)
     {"grader.exporters", "grader.formats"},

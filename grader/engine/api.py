@@ -2,7 +2,8 @@
 
 Flow: resolve the lab and read the submission (light, fast); start the sandbox worker; import
 the lab (torch) while the worker boots; run the submission (observe.py); judge and score what
-was seen (outcomes.py, scoring.py); word the rows once (wording.py); assemble the report.
+was seen (outcomes.py, scoring.py); find each failure's reproducer (reproduce.py); word the
+rows once (wording.py); assemble the report.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from grader import __version__
 from grader.checks.findings import fail
 from grader.engine.context import CheckOptions, GradingContext
 from grader.engine.observe import observe
+from grader.engine.reproduce import reproducers
 from grader.engine.rubric import check_instructor_input, rubric_key
 from grader.engine.scoring import failed_everywhere, judge_submission, skipped_rows
 from grader.engine.wording import worded
@@ -108,7 +110,9 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
             observed.job.api["api"].get(name) for name in functions):
         return _nothing_to_grade(submission, lab, options, defines_none(list(functions)))
     rows = judge_submission(context, submission, observed) + skipped_rows(context)
-    checks = worded(rows, context.lab, context.lang)
+    checks = worded(rows, context.lab, context.lang,
+                    reproducers=reproducers(context, observed, rows),
+                    notebook=submission.path.suffix == ".ipynb")
     report = _report(context, str(submission.path), checks, started)
     protections = list(dict.fromkeys([*Sandbox.protections, *observed.job.protections]))
     printed = [Printed(text=observed.job.log)] if observed.job.log.strip() else []

@@ -3,20 +3,37 @@ engine calls the catalog (grader/feedback.py), so a wording change never touches
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from grader import feedback
 from grader.checks.findings import Finding, Phrase
 from grader.engine.scoring import Scored
 from grader.labs.base import Lab
+from grader.labs.reproducers import (
+    Assert,
+    Close,
+    Comment,
+    Line,
+    Raise,
+    Reproducer,
+    Runtime,
+)
 from grader.models import CheckResult
 
 
-def worded(rows: list[Scored], lab: Lab, lang: str) -> list[CheckResult]:
-    return [worded_row(row, lab, lang) for row in rows]
+def worded(rows: list[Scored], lab: Lab, lang: str, *,
+           reproducers: dict[tuple[str, str], Reproducer] | None = None,
+           notebook: bool = False) -> list[CheckResult]:
+    """The rows in `lang`; each failed row with a reproducer (engine/reproduce.py) carries it
+    as code, for a file beside the student's (`notebook`: for a cell of their notebook)."""
+    found = reproducers or {}
+    return [worded_row(row, lab, lang, reproducer=found.get((row.id, row.device)),
+                       notebook=notebook) for row in rows]
 
 
-def worded_row(row: Scored, lab: Lab, lang: str) -> CheckResult:
+def worded_row(row: Scored, lab: Lab, lang: str, *, reproducer: Reproducer | None = None,
+               notebook: bool = False) -> CheckResult:
     """One row as the report shows it: its name, and for a failure what was expected, what
     happened and a hint, with the cases it names described in words."""
     name = title(row, lang)
@@ -38,9 +55,80 @@ def worded_row(row: Scored, lab: Lab, lang: str) -> CheckResult:
     if row.check == "runtime":
         message = message.replace("{function}", row.function)
     debug = "\n".join(part for part in (row.finding.debug, row.log) if part)
+    code = "" if reproducer is None else reproducer_text(reproducer, check_id=row.id, lab=lab,
+                                                           lang=lang, notebook=notebook)
     return CheckResult(**common, status="failed", passed=False, score=row.score,
                        max_score=row.max_score, message=message, expected=wording.expected,
-                       got=wording.got, hint=hint, debug=debug)
+                       got=wording.got, hint=hint, debug=debug, reproducer=code)
+
+
+def reproducer_text(reproducer: Reproducer, *, check_id: str, lab: Lab, lang: str,
+                    notebook: bool = False) -> str:
+    """`_reproducer_text`, or "" where writing it fails: a reproducer is an aid, never the
+    reason a report is not written."""
+    try:
+        return _reproducer_text(reproducer, check_id=check_id, lab=lab, lang=lang,
+                                notebook=notebook)
+    except Exception:
+        return ""
+
+
+def _reproducer_text(reproducer: Reproducer, *, check_id: str, lab: Lab, lang: str,
+                     notebook: bool = False) -> str:
+    """A reproducer as the student runs it: a comment saying what it shows and where to run
+    it, the imports (none in a notebook, whose kernel defines the functions), then its lines,
+    each assertion's message in `lang` (docs/semantics.md#reproducers)."""
+    header = feedback.reproducer_words("header_notebook" if notebook else "header", lang,
+                                       check=feedback.check_name(check_id, lang), id=check_id,
+                                       file=lab.filename)
+    body = [_code(line, lang) for line in reproducer.lines]
+    # Imports a builder wrote where it needed them go to the top, each once.
+    imports = [line for line in body if line.startswith(("import ", "from "))]
+    lines = [f"# {header}", *dict.fromkeys(["import torch", *imports])]
+    if not notebook:
+        lines.append(f"from {Path(lab.filename).stem} import {', '.join(reproducer.names)}")
+    lines.append("")
+    if any(isinstance(line, Close) for line in reproducer.lines):
+        # See docs/semantics.md#numerics-tolerances: the child fills new memory with NaN.
+        lines += [f"# {feedback.reproducer_words('deterministic', lang)}",
+                  "torch.use_deterministic_algorithms(True, warn_only=True)"]
+    for line in body:
+        if line not in imports and not (line == "" and lines[-1] == ""):
+            lines.append(line)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _code(line: Line, lang: str) -> str:
+    if isinstance(line, str):
+        return line
+    pad = "    " * line.indent
+    if isinstance(line, Comment):
+        return f"{pad}# {feedback.reproducer_words(line.key, lang, **line.params)}"
+    message = _message_literal(line.key, line.params, lang)
+    if isinstance(line, Assert):
+        return f"{pad}assert {line.condition}, {message}"
+    if isinstance(line, Raise):
+        return f"{pad}raise AssertionError({message}) from {line.cause}"
+    assert isinstance(line, Close)
+    rtol, atol = line.tolerance
+    return (f"{pad}torch.testing.assert_close({line.actual}, {line.expected}, rtol={rtol}, "
+            f"atol={atol}, equal_nan=True, check_dtype=False,\n"
+            f"{pad}                           msg=lambda numbers: {message} + \"\\n\" + numbers)")
+
+
+def _message_literal(key: str, params: dict[str, Any], lang: str) -> str:
+    """The message of an assertion as a Python string literal; an f-string where a value is
+    known only at run time (`Runtime`)."""
+    late = {name: value.around.replace("{}", "{" + value.expression + "}")
+            for name, value in params.items() if isinstance(value, Runtime)}
+    tokens = {name: f"\x00{index}\x00" for index, name in enumerate(late)}
+    text = feedback.reproducer_words(key, lang, **{**params, **tokens})
+    if not late:
+        return repr(text)
+    literal = repr(text.replace("{", "{{").replace("}", "}}"))
+    for name, token in tokens.items():
+        literal = literal.replace(repr(token)[1:-1], late[name])
+    return "f" + literal
 
 
 def title(row: Scored, lang: str) -> str:

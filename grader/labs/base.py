@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from grader.checks.evidence import Case, Evidence
 from grader.checks.findings import Finding, Phrase
+from grader.labs.reproducers import Reproducer
 from grader.models import CheckKind, Rubric
 
 if sys.version_info >= (3, 11):
@@ -103,6 +104,11 @@ class Lab:
     # The type of the record a case's probe writes (labs/records.py): checked before any
     # judge reads it, so a judge that raises is the grader's bug, not the student's.
     record_type: Callable[[str, Case], Any] | None = None
+    # The reproducer of a failed check (labs/reproducers.py): plain Python that builds the
+    # failing case's inputs, calls the student's function and asserts the property that
+    # failed; given the check, the case and that case's finding. None: this check, or this
+    # lab, has none.
+    reproducer: Callable[[CheckSpec, Case, Finding], Reproducer | None] | None = None
 
     def rubric(self) -> Rubric:
         return load_rubric(self.rubric_path)

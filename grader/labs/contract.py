@@ -12,6 +12,7 @@ processes and not in others, which decides what it may import:
     records.py    grader                   optional: `record_type`, for Lab.record_type
     reference.py  grader                   optional: the expected values; free form
     judge.py      grader                   LabJudge: LAB, a grader.labs.base.Lab
+    reproduce.py  grader                   optional: a failed check's reproducer, Lab.reproducer
     rubric.toml   grader                   points per check id (grader.models.Rubric)
 
 ("grader": the grading process; the zygote and its children are the sandbox's.)

@@ -232,3 +232,15 @@ def test_what_the_submission_wrote_cannot_format_the_page() -> None:
     assert expected.endswith("<code>a `b` c</code>") and got.endswith(
         "<code>&lt;b&gt;x&lt;/b&gt;</code>")
     assert hint == "<strong>hint:</strong> 1. use *add_*"  # our label; their text as is
+
+
+def test_gradescope_shows_a_failed_checks_reproducer_as_a_code_block() -> None:
+    from grader.platforms.gradescope.results import results_json
+    from tests.conftest import failed_row, report_of
+
+    code = "# a `quoted` name\nassert False, 'x'\n"
+    results = results_json(report_of(failed_row(reproducer=code),
+                                     failed_row("sgd_step.values", status="passed")))
+    failed, passed = results["tests"][:2]
+    assert "```python\n# a `quoted` name\nassert False, 'x'\n```" in failed["output"]
+    assert "```" not in passed["output"]

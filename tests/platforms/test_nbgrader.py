@@ -420,3 +420,13 @@ def solution_lines(source: nbformat.NotebookNode, release: nbformat.NotebookNode
             if inside and line.strip() != BEGIN and len(line.strip()) >= 12:
                 lines.add(line.strip())
     return {line for line in lines if line not in given}
+
+
+def test_a_notebook_test_cell_prints_each_visible_reproducer() -> None:
+    from grader.platforms.nbgrader.kernel import reproducers_text
+    from tests.conftest import failed_row, report_of
+
+    text = reproducers_text(report_of(failed_row(reproducer="assert False\n"),
+                                    failed_row("sgd_step.values", reproducer="assert 0\n",
+                                         hidden=True)), lang="en")
+    assert "assert False" in text and "assert 0" not in text

@@ -28,7 +28,7 @@ from grader.checks.evidence import Evidence
 from grader.checks.findings import Finding, fail, first_failure, phrase
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
-from grader.labs.autograd import FILENAME, reference
+from grader.labs.autograd import FILENAME, reference, reproduce
 from grader.labs.autograd.inputs import (
     Case,
     build_start,
@@ -484,4 +484,5 @@ LAB = Lab(
     apply_witness=apply_witness,
     describe_case=describe,
     record_type=record_type,
+    reproducer=reproduce.reproducer,
 )

@@ -32,7 +32,7 @@ from grader.checks.numerics import mismatch
 from grader.checks.policy import judge_policy
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Lab, cached_by_content, signature_judge
-from grader.labs.optim import FILENAME, reference
+from grader.labs.optim import FILENAME, reference, reproduce
 from grader.labs.optim.inputs import (
     DTYPES,
     WITNESSED_GRADS,
@@ -708,4 +708,5 @@ LAB = Lab(
     apply_witness=apply_witness,
     describe_case=describe,
     record_type=record_type,
+    reproducer=reproduce.reproducer,
 )

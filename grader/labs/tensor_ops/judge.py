@@ -23,7 +23,7 @@ from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, p
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Lab, cached_by_content, signature_judge
-from grader.labs.tensor_ops import FILENAME, reference
+from grader.labs.tensor_ops import FILENAME, reference, reproduce
 from grader.labs.tensor_ops.inputs import (
     FILLS,
     LAYOUTS,
@@ -436,4 +436,5 @@ LAB = Lab(
     apply_witness=apply_witness,
     describe_case=lambda case: [_describe(case)],
     record_type=record_type,
+    reproducer=reproduce.reproducer,
 )

@@ -7,8 +7,9 @@ own `visibility` overrides the top-level one, and a test without score informati
 informational (shown with its status, worth nothing).
 
 - A check becomes a test, its output markdown (`output_format: "md"`): the message, then what
-  was expected and what the code did in code spans, the hint on a line of its own. Everything
-  that came from the submission is escaped, so a student's text cannot format the page.
+  was expected and what the code did in code spans, the hint on a line of its own, and a
+  failed check's reproducer as a code block. Everything that came from the submission is
+  escaped, so a student's text cannot format the page.
 - Hidden checks get the visibility the instructor chose (`after_published` by default) until
   released, and so does the top level, each visible test overriding it with `visible`: the
   pattern Gradescope's specification gives for "some tests visible at once, the graded ones
@@ -70,6 +71,18 @@ def check_markdown(check: CheckResult | ImportFailure, lang: str) -> str:
     if check.hint:
         lines.append(f"**{feedback.ui('hint', lang)}:** {markdown_text(check.hint)}")
     return "\n\n".join(lines)
+
+
+def reproducer_markdown(check: CheckResult, lang: str) -> str:
+    """A failed check's reproducer (docs/semantics.md#reproducers) as a fenced code block
+    under a line saying what it is; "" where it has none. The code is the grader's own, never
+    the submission's text; the fence is longer than any run of backticks in it."""
+    if not check.reproducer:
+        return ""
+    run = max((len(part) for part in re.findall(r"`+", check.reproducer)), default=0)
+    fence = "`" * max(3, run + 1)
+    label = markdown_text(feedback.reproducer_words("label", lang))
+    return f"**{label}**\n\n{fence}python\n{check.reproducer.rstrip()}\n{fence}"
 
 
 def _summary(report: Report, lang: str, *, view: View) -> str:
@@ -134,7 +147,9 @@ def results_json(report: Report, *, lang: str = "en", view: View = STUDENT,
             "score": check.score,
             "max_score": check.max_score,
             "status": "passed" if check.status == "passed" else "failed",
-            "output": "" if check.status == "passed" else check_markdown(check, lang),
+            "output": "" if check.status == "passed" else "\n\n".join(
+                part for part in (check_markdown(check, lang), reproducer_markdown(check, lang))
+                if part),
             "output_format": "md",
             "tags": [check.function, check.kind],
             "visibility": withheld if check.hidden else "visible",

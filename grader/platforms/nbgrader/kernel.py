@@ -5,8 +5,9 @@ This runs in the student's kernel, both when the student runs a test cell and wh
 it rebuilds the code the kernel ran from the kernel's input history (cells in the order they
 ran; the grader's own cells and cells that do not parse left out, magics commented out, as
 `grader.submission` reads a notebook) and grades that source with the sandboxed engine, as
-`inplace-grader check` would on the CPU. It prints the function's feedback and returns the
-points it earned: nbgrader takes the value of a test cell's last expression as partial credit.
+`inplace-grader check` would on the CPU. It prints the function's feedback, with a reproducer
+for each failed check to paste into a new cell, and returns the points it earned: nbgrader
+takes the value of a test cell's last expression as partial credit.
 
 What it prints reaches the student (nbgrader's feedback shows every test cell's output): never
 a hidden case, nor any text of a grader cell. The hidden cases are read from the instructor's
@@ -235,5 +236,18 @@ def grade_function(lab: str, function: str, *, hidden: str | None = None,
         report = _grader().report(lab, kernel_source(history), hidden=cases, lang=lang,
                                   search_path=cwd)
         part = function_report(report, function)
-        print(feedback_text(part, lang=lang, view=View(release=released(cases))), end="")
+        view = View(release=released(cases))
+        print(feedback_text(part, lang=lang, view=view), end="")
+        print(reproducers_text(view.of(part).report, lang=lang), end="")
     return min(part.score, part.max_score)
+
+
+def reproducers_text(report: Report, *, lang: str) -> str:
+    """The reproducer of each failed check the student may see, for a new cell of their
+    notebook (written without an import: the kernel defines the functions)."""
+    from grader import feedback
+
+    blocks = [f"\n{feedback.reproducer_words('label_check', lang, check=check.name)}\n"
+              f"{check.reproducer}" for check in report.checks
+              if check.status == "failed" and check.reproducer and not check.hidden]
+    return "".join(blocks)
