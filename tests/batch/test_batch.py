@@ -129,6 +129,7 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     assert '<html lang="ko">' in (out / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     for student, name in [("a", "reference_copy"), ("b", "sgd_step_isub_temp"),

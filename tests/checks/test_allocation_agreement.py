@@ -184,6 +184,7 @@ SUBMISSIONS = [p for p in CASES if p.parent.name in RUNS]
 IDS = [f"{p.parent.name}/{p.stem}" for p in SUBMISSIONS]
 
 
+@pytest.mark.slow  # every known submission's calls measured twice: a whole-product suite
 @pytest.mark.parametrize("path", SUBMISSIONS, ids=IDS)
 def test_tracker_and_profiler_agree(path: Path) -> None:
     module = _load(path)
