@@ -119,8 +119,12 @@ def test_a_buggy_submission_is_explained(autograder: Path, tmp_path: Path) -> No
     assert failed and all(t["score"] == 0 and t["output"] for t in failed)
     assert {t["tags"][0] for t in failed} == {"sgd_step"}
     assert all(t["output_format"] == "md" for t in failed)
-    lines = failed[0]["output"].split("\n\n")  # markdown paragraphs
-    assert lines[1].startswith("**expected:** `") and lines[-1].startswith("**hint:** ")
+    # Markdown paragraphs: the message, expected, got, the hint; then the reproducer, if any.
+    message, expected, got, hint, *reproducer = failed[0]["output"].split("\n\n")
+    assert message and got.startswith("**got:** ")
+    assert expected.startswith("**expected:** `") and hint.startswith("**hint:** ")
+    code = "\n\n".join(reproducer[1:])  # a code block holds blank lines of its own
+    assert reproducer[0].startswith("**") and code.startswith("```python") and code.endswith("```")
     assert results["score"] == sum(t["score"] for t in scored(results))
 
 
