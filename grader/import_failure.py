@@ -103,7 +103,7 @@ def import_failure(problem: Finding, submission: Submission, record: dict[str, A
     wording = feedback.word(problem, lang)
     return ImportFailure(
         file=submission.path.name,
-        error_type=str(error.get("type") or problem.key),
+        error_type=str(error.get("type") or problem.key.removeprefix("import_")),
         error=own_names(str(error.get("message") or ""), submission.path.name),
         line=line, cell=cell[0] if cell else None, cell_line=cell[1] if cell else None,
         code=str(error.get("code") or ""), missing_module=str(problem.params.get("module", "")),

@@ -54,7 +54,8 @@ def observe(sandbox: Sandbox, context: GradingContext, submission: Submission) -
         outcome = job.outcome
         problem = task_problem(outcome.api_status, outcome.api_signal, outcome.api_exit_code,
                                job.api, submission.path.name, limits, submission,
-                               integrity=outcome.api_integrity, detail=outcome.api_detail)
+                               integrity=outcome.api_integrity, detail=outcome.api_detail,
+                               importing=True)
         if secret and problem is None:
             hidden_job = sandbox.run_job(lab=lab.name, submission=target, tasks=secret,
                                          limits=limits, search_path=submission.search_path)

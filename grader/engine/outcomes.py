@@ -29,8 +29,9 @@ class Ran:
 def task_problem(status: str, signal_number: int | None, exit_code: int | None,
                  record: dict[str, Any] | None, function: str, limits: Limits,
                  submission: Submission, *, integrity: list[str] | None = None,
-                 detail: str = "") -> Finding | None:
-    """Why a task (or the import) produced nothing to judge, as a finding; None if it did.
+                 detail: str = "", importing: bool = False) -> Finding | None:
+    """Why a task (or the import, `importing`) produced nothing to judge, as a finding; None
+    if it did.
 
     Integrity events come first: the zygote heard them before any record existed, so a
     record cannot take them back (see sandbox/protocol.py)."""
@@ -38,6 +39,8 @@ def task_problem(status: str, signal_number: int | None, exit_code: int | None,
         return integrity_finding(integrity, function=function)
     if status == "protocol":
         return fail("protocol", function=function, debug=detail)
+    if status == "timeout" and importing:  # top-level code that never ends (issue 30)
+        return fail("import_timeout", filename=submission.path.name, timeout=limits.timeout_s)
     if status == "timeout":
         return fail("timeout", function=function, timeout=limits.timeout_s)
     if status == "signaled":

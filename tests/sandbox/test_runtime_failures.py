@@ -65,6 +65,22 @@ def test_a_hang_that_catches_base_exception_is_still_stopped(make_submission, gr
     assert [c.kind for c in by_function(report, "zero_grad")] == ["runtime"]
 
 
+@pytest.mark.slow
+def test_a_hang_at_import_is_told_once_as_a_hang_at_import(make_submission, grade) -> None:
+    # issue 30: told as a function's timeout ("each function's checks to finish ...")
+    path = make_submission(prelude="while True:\n    pass\n")
+    report = grade(path, timeout_s=3)
+    failure = report.import_error
+    assert failure is not None
+    assert failure.message == "optimizer.py did not finish importing within 3 s and was stopped"
+    assert failure.got == "still importing after 3 s"
+    assert "top level" in failure.hint
+    assert report.score == 0 and report.max_score > 0
+    graded = [c for c in report.checks if c.status != "skipped"]
+    assert {c.message for c in graded} == {"not graded: optimizer.py did not import"}
+    assert "within 3 s" not in " ".join(c.message + c.got for c in graded)
+
+
 def test_exit_inside_a_function_costs_only_that_function(make_submission, grade) -> None:
     path = make_submission(("import torch\n", "import os\nimport torch\n"),
                            ("    with torch.no_grad():\n        for p in params:",
