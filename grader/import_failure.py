@@ -97,7 +97,8 @@ def import_failure(problem: Finding, submission: Submission, record: dict[str, A
     """The report's one block for a file that did not import: why (worded as `problem`),
     where (from the child's record, when the import raised) and, for --debug, the traceback
     (what the import printed is the report's `output`)."""
-    error = (record or {}).get("import_error") or {}
+    raised = problem.key in ("import_error", "import_error_notebook", "import_missing_module")
+    error = (record or {}).get("import_error") or {} if raised else {}
     line = error.get("line") if isinstance(error.get("line"), int) else None
     cell = submission.cell_of(line) if line is not None else None
     wording = feedback.word(problem, lang)

@@ -146,6 +146,42 @@ def test_student_output_never_reaches_the_report(make_submission, grade) -> None
     assert report.max_score < 999
 
 
+def test_printing_past_the_output_limit_is_told_as_output(make_submission,
+                                                         sandboxes: SharedSandboxes) -> None:
+    # issue 30: told as "zero_grad raised OSError: [Errno 27] File too large"
+    loop = "    for i in range(10**6):\n        print('zero_grad debug', i, 'x' * 200)\n"
+    path = make_submission((ZERO_GRAD_BODY, loop + ZERO_GRAD_BODY))
+    options = CheckOptions(device="cpu", lang="en",
+                           limits=Limits(timeout_s=60, file_size_bytes=2 * 1024**2))
+    report = check_submission(path, lab="optim", options=options,
+                              sandbox=sandboxes("optim", preload=False))
+    zero_grad = by_function(report, "zero_grad")
+    assert [c.kind for c in zero_grad] == ["runtime"]  # a runtime failure's cost
+    (row,) = zero_grad
+    assert row.message == "zero_grad: your program printed more than 2 MiB (the limit)"
+    assert "print" in row.hint and "yourself" not in row.hint
+    assert "OSError" not in row.message + row.got + row.hint
+    assert all(c.status == "passed" for c in by_function(report, "sgd_step"))
+    printed = next(p.text for p in report.output if p.function == "zero_grad")
+    assert printed.endswith("\n… output cut at 2 MiB (the limit)\n")
+
+
+def test_printing_past_the_output_limit_at_import_is_told_once(make_submission,
+                                                               sandboxes: SharedSandboxes) -> None:
+    path = make_submission(prelude="for i in range(10**6):\n    print('debug', i, 'x' * 200)\n")
+    options = CheckOptions(device="cpu", lang="en",
+                           limits=Limits(timeout_s=60, file_size_bytes=2 * 1024**2))
+    report = check_submission(path, lab="optim", options=options,
+                              sandbox=sandboxes("optim", preload=False))
+    failure = report.import_error
+    assert failure is not None and report.score == 0
+    assert failure.message == ("optimizer.py printed more than 2 MiB (the limit) while it was "
+                               "imported")
+    assert "OSError" not in failure.model_dump_json()
+    printed = next(p.text for p in report.output if not p.function)
+    assert printed.endswith("\n… output cut at 2 MiB (the limit)\n")
+
+
 def test_the_memory_limit_stops_a_huge_allocation(make_submission,
                                                   sandboxes: SharedSandboxes) -> None:
     grab = "    torch.empty(2**31, dtype=torch.float32).fill_(1.0)  # 8 GiB\n"
