@@ -42,6 +42,27 @@ def own_traceback(text: str, submission: Submission) -> str:
     return _TRACEBACK_LINE.sub(in_cell, text)
 
 
+_LOCATION = re.compile(r"line (?P<line>\d+)")
+
+
+def own_finding(finding: Finding, submission: Submission) -> Finding:
+    """A finding from a call that raised (engine/scoring.py) in the student's own terms: its
+    traceback in their file name, and for a notebook its `location` ("line 64 (code)", the
+    line of the joined cells) as "cell 4, line 2 (code)", as an import failure is told."""
+    if finding.passed:
+        return finding
+    params = finding.params
+    where = params.get("location")
+    match = _LOCATION.match(where) if isinstance(where, str) else None
+    cell = submission.cell_of(int(match["line"])) if match else None
+    if match and cell is not None and isinstance(where, str):
+        params = {**params, "location": _place(None, cell) + where[match.end():]}
+    debug = own_traceback(finding.debug, submission) if finding.debug else ""
+    if params is finding.params and debug == finding.debug:
+        return finding
+    return Finding(False, finding.key, params, debug)
+
+
 def _place(line: int | None, cell: tuple[int, int] | None) -> str:
     """"line 60", or a notebook's "cell 4, line 2"; "" where the line is unknown."""
     if cell is not None:
@@ -76,13 +97,14 @@ def import_failure(problem: Finding, submission: Submission, record: dict[str, A
     """The report's one block for a file that did not import: why (worded as `problem`),
     where (from the child's record, when the import raised) and, for --debug, the traceback
     (what the import printed is the report's `output`)."""
-    error = (record or {}).get("import_error") or {}
+    raised = problem.key in ("import_error", "import_error_notebook", "import_missing_module")
+    error = (record or {}).get("import_error") or {} if raised else {}
     line = error.get("line") if isinstance(error.get("line"), int) else None
     cell = submission.cell_of(line) if line is not None else None
     wording = feedback.word(problem, lang)
     return ImportFailure(
         file=submission.path.name,
-        error_type=str(error.get("type") or problem.key),
+        error_type=str(error.get("type") or problem.key.removeprefix("import_")),
         error=own_names(str(error.get("message") or ""), submission.path.name),
         line=line, cell=cell[0] if cell else None, cell_line=cell[1] if cell else None,
         code=str(error.get("code") or ""), missing_module=str(problem.params.get("module", "")),

@@ -154,3 +154,20 @@ def test_a_notebook_cell_after_cell_magics_is_named_by_its_own_cell_and_line(
     assert failure is not None
     assert (failure.error_type, failure.cell, failure.cell_line) == ("NameError", 3, 3)
     assert failure.got == "NameError at cell 3, line 3: `print(undefined_name)`"
+
+
+def test_a_notebooks_error_at_run_time_names_the_cell_and_the_line_within_it(
+        tmp_path: Path, sandbox: Sandbox) -> None:
+    # issue 30: told as "NameError at line 64", the line in all cells put together
+    path = _notebook(tmp_path / "optimizer.ipynb",
+                     "x = 1\ndef zero_grad(params, set_to_none=False):\n"
+                     "    for p in params:\n        undefined_name\n")
+    report = _grade(path, sandbox)
+    assert report.import_error is None
+    raised = [c for c in report.checks if c.function == "zero_grad" and c.got
+              and c.got.startswith("NameError")]
+    assert raised, [c.got for c in report.checks if c.function == "zero_grad"]
+    for check in raised:
+        assert check.got == "NameError at cell 4, line 4 (undefined_name)"
+        assert 'File "optimizer.ipynb", cell 4, line 4, in zero_grad' in check.debug
+        assert "submission" not in check.debug

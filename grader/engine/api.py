@@ -19,11 +19,11 @@ from grader.engine.observe import observe
 from grader.engine.reproduce import reproducers
 from grader.engine.rubric import check_instructor_input, rubric_key
 from grader.engine.scoring import failed_everywhere, judge_submission, skipped_rows
-from grader.engine.wording import worded
+from grader.engine.wording import printed_output, worded
 from grader.errors import UsageError
 from grader.import_failure import import_failure, import_finding, tampered
 from grader.labs import LAB_FILES, check_lab_name, infer_lab_name, lab_functions
-from grader.models import CheckResult, ImportFailure, Printed, Report
+from grader.models import CheckResult, ImportFailure, Report
 from grader.quick_answers import cannot_define, syntax_error
 from grader.sandbox import Sandbox
 from grader.student_files import folder_problem, is_text
@@ -115,10 +115,7 @@ def grade_submission(submission: Submission, *, lab: str, options: CheckOptions,
                     notebook=submission.path.suffix == ".ipynb")
     report = _report(context, str(submission.path), checks, started)
     protections = list(dict.fromkeys([*Sandbox.protections, *observed.job.protections]))
-    printed = [Printed(text=observed.job.log)] if observed.job.log.strip() else []
-    printed += [Printed(function=task.function, device=task.device, text=text)  # type: ignore[arg-type]
-                for task, text in zip(observed.visible, observed.job.outputs, strict=False)
-                if text.strip()]
+    printed = printed_output(observed, limits=options.limits, lang=options.lang)
     problem = observed.import_problem
     failed_import = None if problem is None or tampered(problem) else import_failure(
         problem, submission, observed.job.api, lang=options.lang)

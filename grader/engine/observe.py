@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.checks.findings import Finding
+from grader.checks.findings import Finding, fail
 from grader.engine.context import GradingContext
-from grader.engine.outcomes import task_problem
+from grader.engine.outcomes import limit_mib, printed_too_much, task_problem
+from grader.import_failure import INTEGRITY_KEYS
 from grader.models import add_phases
 from grader.sandbox import JobResult, Sandbox, TaskSpec
 from grader.submission import Submission
@@ -54,7 +55,12 @@ def observe(sandbox: Sandbox, context: GradingContext, submission: Submission) -
         outcome = job.outcome
         problem = task_problem(outcome.api_status, outcome.api_signal, outcome.api_exit_code,
                                job.api, submission.path.name, limits, submission,
-                               integrity=outcome.api_integrity, detail=outcome.api_detail)
+                               integrity=outcome.api_integrity, detail=outcome.api_detail,
+                               importing=True)
+        if problem is not None and problem.key not in INTEGRITY_KEYS \
+                and printed_too_much(job.log_bytes, limits):
+            problem = fail("import_output_limit", filename=submission.path.name,
+                           limit=limit_mib(limits))
         if secret and problem is None:
             hidden_job = sandbox.run_job(lab=lab.name, submission=target, tasks=secret,
                                          limits=limits, search_path=submission.search_path)

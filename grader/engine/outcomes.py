@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.checks.findings import Finding, fail
-from grader.import_failure import import_finding
+from grader.import_failure import INTEGRITY_KEYS, import_finding
 from grader.labs.base import Lab
 from grader.models import Limits
 from grader.sandbox import JobResult, TaskSpec
@@ -29,8 +29,9 @@ class Ran:
 def task_problem(status: str, signal_number: int | None, exit_code: int | None,
                  record: dict[str, Any] | None, function: str, limits: Limits,
                  submission: Submission, *, integrity: list[str] | None = None,
-                 detail: str = "") -> Finding | None:
-    """Why a task (or the import) produced nothing to judge, as a finding; None if it did.
+                 detail: str = "", importing: bool = False) -> Finding | None:
+    """Why a task (or the import, `importing`) produced nothing to judge, as a finding; None
+    if it did.
 
     Integrity events come first: the zygote heard them before any record existed, so a
     record cannot take them back (see sandbox/protocol.py)."""
@@ -38,6 +39,8 @@ def task_problem(status: str, signal_number: int | None, exit_code: int | None,
         return integrity_finding(integrity, function=function)
     if status == "protocol":
         return fail("protocol", function=function, debug=detail)
+    if status == "timeout" and importing:  # top-level code that never ends (issue 30)
+        return fail("import_timeout", filename=submission.path.name, timeout=limits.timeout_s)
     if status == "timeout":
         return fail("timeout", function=function, timeout=limits.timeout_s)
     if status == "signaled":
@@ -52,6 +55,22 @@ def task_problem(status: str, signal_number: int | None, exit_code: int | None,
     if error is not None:
         return import_finding(error, submission)
     return None
+
+
+def printed_too_much(printed_bytes: int, limits: Limits) -> bool:
+    """The output reached the file size limit (sandbox/limits.py), measured outside the
+    child: it was cut there, and the print that reached it raised OSError (EFBIG)."""
+    return printed_bytes >= limits.file_size_bytes
+
+
+def output_limit(function: str, limits: Limits) -> Finding:
+    """Printing past the limit, told as output rather than as the OSError the function raised
+    (issue 30); it costs what any run-time failure of the function costs."""
+    return fail("output_limit", function=function, limit=limit_mib(limits))
+
+
+def limit_mib(limits: Limits) -> float:
+    return limits.file_size_bytes / 1024**2
 
 
 def integrity_finding(events: list[str], *, function: str) -> Finding:
@@ -81,6 +100,9 @@ def ran_tasks(lab: Lab, job: JobResult, tasks: list[TaskSpec], function: str,
         problem = task_problem(outcome.status, outcome.signal, outcome.exit_code, record,
                                function, limits, submission, integrity=outcome.integrity,
                                detail=outcome.detail)
+        if index < len(job.output_bytes) and printed_too_much(job.output_bytes[index], limits) \
+                and (problem is None or problem.key not in INTEGRITY_KEYS):
+            problem = output_limit(function, limits)
         if problem is None and record is None:
             problem = fail("no_result", function=function)
         if problem is None and record is not None:

@@ -27,7 +27,7 @@ from grader.hidden import (
     rename_case,
     variant_observations,
 )
-from grader.import_failure import FLAGGED_KEYS, not_imported, tampered
+from grader.import_failure import FLAGGED_KEYS, not_imported, own_finding, tampered
 from grader.labs.base import CheckSpec, Lab
 from grader.models import CheckKind, Rubric
 from grader.submission import Submission
@@ -152,6 +152,8 @@ def judge_submission(context: GradingContext, submission: Submission,
         ran = ran_tasks(lab, job, observed.visible, function, options.limits, submission)
         results += function_results(context, function, api, scan.policy.get(function, []), ran,
                                     hidden_ran(context, submission, observed, function, ran))
+    # The child names the line of its own copy: told in the student's terms (issue 30).
+    results = [replace(row, finding=own_finding(row.finding, submission)) for row in results]
     return ordered(lab, calls_into_failures(results, scan.calls))
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from grader import feedback
 from grader.checks.findings import Finding, Phrase
+from grader.engine.observe import Observed
+from grader.engine.outcomes import limit_mib, printed_too_much
 from grader.engine.scoring import Scored
 from grader.labs.base import Lab
 from grader.labs.reproducers import (
@@ -19,7 +21,7 @@ from grader.labs.reproducers import (
     Reproducer,
     Runtime,
 )
-from grader.models import CheckResult
+from grader.models import CheckResult, Limits, Printed
 
 
 def worded(rows: list[Scored], lab: Lab, lang: str, *,
@@ -160,3 +162,23 @@ def named_cases(finding: Finding, lab: Lab, function: str, lang: str) -> Finding
         return named
 
     return Finding(finding.passed, finding.key, words(finding.params), finding.debug)
+
+
+def printed_output(observed: Observed, *, limits: Limits, lang: str) -> list[Printed]:
+    """What the code printed (--debug), at import and per task; output cut at the file size
+    limit ends with a line that says so, never mid-line (issue 30)."""
+    job = observed.job
+
+    def told(text: str, printed_bytes: int) -> str:
+        if not printed_too_much(printed_bytes, limits):
+            return text
+        cut = feedback.ui("output_cut", lang, limit=limit_mib(limits))
+        return f"{text}\n{cut}\n" if text and not text.endswith("\n") else f"{text}{cut}\n"
+
+    printed = [Printed(text=told(job.log, job.log_bytes))] if job.log.strip() else []
+    sizes = job.output_bytes or [0] * len(job.outputs)
+    printed += [Printed(function=task.function, device=task.device,  # type: ignore[arg-type]
+                        text=told(text, size))
+                for task, text, size in zip(observed.visible, job.outputs, sizes, strict=False)
+                if text.strip()]
+    return printed

@@ -73,6 +73,10 @@ class JobResult:
     witnessed: list[dict[str, list[Any]]] = field(default_factory=list)
     # Per task, the tail of what it printed (`log` holds what the import printed).
     outputs: list[str] = field(default_factory=list)
+    # Bytes printed in all, measured here: the import's (`log`), then each task's. At the
+    # file size limit, the output was cut there and the print that reached it raised.
+    log_bytes: int = 0
+    output_bytes: list[int] = field(default_factory=list)
     # The zygote's phases (zygote.PHASES) and the grading process's own: "ready" (waiting for
     # a fresh zygote), "wait" (the job, send to outcome), "decode" (its records). Seconds.
     phases: dict[str, float] = field(default_factory=dict)
@@ -278,11 +282,14 @@ class Sandbox:
                      for spec, task, (_, result) in zip(tasks, job.tasks, results, strict=True)]
         log = _tail(Path(job.log_path))
         outputs = [_tail(Path(task.output_path)) for task in job.tasks]
+        log_bytes = _size_or_zero(Path(job.log_path))
+        output_bytes = [_size_or_zero(Path(task.output_path)) for task in job.tasks]
         shutil.rmtree(job_dir, ignore_errors=True)  # read: the disk stays flat over a class
         phases = {**outcome.phases, "ready": ready_s, "wait": answered - sent,
                   "decode": time.monotonic() - answered}
         return JobResult(outcome=outcome, api=api, tasks=results, log=log, witnessed=witnessed,
-                         outputs=outputs, phases=phases)
+                         outputs=outputs, log_bytes=log_bytes, output_bytes=output_bytes,
+                         phases=phases)
 
     def discard(self, submission: Path) -> None:
         """Remove a submission file made by `new_submission_file` once it is graded."""
@@ -384,6 +391,13 @@ def _own_copy(folder: Path, scratch: Path) -> tuple[Path, str]:
     return scratch, (f"inplace-grader: your folder holds more than "
                      f"{OWN_FOLDER_LIMIT // 1024**2} MiB; the grader copied its Python files "
                      f"and smaller files only, and left out {shown}\n")
+
+
+def _size_or_zero(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _size(path: Path) -> int:

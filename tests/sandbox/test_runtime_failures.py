@@ -65,6 +65,22 @@ def test_a_hang_that_catches_base_exception_is_still_stopped(make_submission, gr
     assert [c.kind for c in by_function(report, "zero_grad")] == ["runtime"]
 
 
+@pytest.mark.slow
+def test_a_hang_at_import_is_told_once_as_a_hang_at_import(make_submission, grade) -> None:
+    # issue 30: told as a function's timeout ("each function's checks to finish ...")
+    path = make_submission(prelude="while True:\n    pass\n")
+    report = grade(path, timeout_s=3)
+    failure = report.import_error
+    assert failure is not None
+    assert failure.message == "optimizer.py did not finish importing within 3 s and was stopped"
+    assert failure.got == "still importing after 3 s"
+    assert "top level" in failure.hint
+    assert report.score == 0 and report.max_score > 0
+    graded = [c for c in report.checks if c.status != "skipped"]
+    assert {c.message for c in graded} == {"not graded: optimizer.py did not import"}
+    assert "within 3 s" not in " ".join(c.message + c.got for c in graded)
+
+
 def test_exit_inside_a_function_costs_only_that_function(make_submission, grade) -> None:
     path = make_submission(("import torch\n", "import os\nimport torch\n"),
                            ("    with torch.no_grad():\n        for p in params:",
@@ -128,6 +144,42 @@ def test_student_output_never_reaches_the_report(make_submission, grade) -> None
     report = grade(path)
     assert report.score == report.max_score
     assert report.max_score < 999
+
+
+def test_printing_past_the_output_limit_is_told_as_output(make_submission,
+                                                         sandboxes: SharedSandboxes) -> None:
+    # issue 30: told as "zero_grad raised OSError: [Errno 27] File too large"
+    loop = "    for i in range(10**6):\n        print('zero_grad debug', i, 'x' * 200)\n"
+    path = make_submission((ZERO_GRAD_BODY, loop + ZERO_GRAD_BODY))
+    options = CheckOptions(device="cpu", lang="en",
+                           limits=Limits(timeout_s=60, file_size_bytes=2 * 1024**2))
+    report = check_submission(path, lab="optim", options=options,
+                              sandbox=sandboxes("optim", preload=False))
+    zero_grad = by_function(report, "zero_grad")
+    assert [c.kind for c in zero_grad] == ["runtime"]  # a runtime failure's cost
+    (row,) = zero_grad
+    assert row.message == "zero_grad: your program printed more than 2 MiB (the limit)"
+    assert "print" in row.hint and "yourself" not in row.hint
+    assert "OSError" not in row.message + row.got + row.hint
+    assert all(c.status == "passed" for c in by_function(report, "sgd_step"))
+    printed = next(p.text for p in report.output if p.function == "zero_grad")
+    assert printed.endswith("\n… output cut at 2 MiB (the limit)\n")
+
+
+def test_printing_past_the_output_limit_at_import_is_told_once(make_submission,
+                                                               sandboxes: SharedSandboxes) -> None:
+    path = make_submission(prelude="for i in range(10**6):\n    print('debug', i, 'x' * 200)\n")
+    options = CheckOptions(device="cpu", lang="en",
+                           limits=Limits(timeout_s=60, file_size_bytes=2 * 1024**2))
+    report = check_submission(path, lab="optim", options=options,
+                              sandbox=sandboxes("optim", preload=False))
+    failure = report.import_error
+    assert failure is not None and report.score == 0
+    assert failure.message == ("optimizer.py printed more than 2 MiB (the limit) while it was "
+                               "imported")
+    assert "OSError" not in failure.model_dump_json()
+    printed = next(p.text for p in report.output if not p.function)
+    assert printed.endswith("\n… output cut at 2 MiB (the limit)\n")
 
 
 def test_the_memory_limit_stops_a_huge_allocation(make_submission,
