@@ -24,7 +24,14 @@ from rich.text import Text
 from grader import feedback
 from grader.models import CheckResult, ImportFailure, Report
 
-MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim")}
+MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim"),
+         "waiting": ("⧗", "yellow")}
+
+
+def shown_status(check: CheckResult) -> str:
+    """The status as a reader sees it: a failed check that only waits on another one
+    passing (its `waits_on`) is "waiting", not a mistake (issue 30)."""
+    return "waiting" if check.status == "failed" and check.waits_on else check.status
 
 
 def render_text(report: Report, console: Console, *, lang: str, debug: bool = False,
@@ -46,7 +53,7 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
         table.add_column(feedback.ui("device", lang), style="dim")
         table.add_column(feedback.ui("points", lang), justify="right")
         for check in shown:
-            mark, color = MARKS[check.status]
+            mark, color = MARKS[shown_status(check)]
             name = Text(check.name)
             if check.hidden:
                 name.append(f" [{feedback.ui('hidden_tag', lang)}]", style="dim")
@@ -76,7 +83,10 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
                       style="dim")
     console.print(Text(feedback.ui("title", lang, lab=report.lab, score=report.score,
                                    max_score=report.max_score), style="bold"))
+    waiting = sum(shown_status(c) == "waiting" for c in failed)
     summary = (feedback.ui("all_passed", lang) if not failed
+               else feedback.ui("some_failed_waiting", lang, failed=len(failed) - waiting,
+                                total=len(graded), waiting=waiting) if waiting
                else feedback.ui("some_failed", lang, failed=len(failed), total=len(graded)))
     console.print(summary, style="green" if not failed else "red")
     if report.integrity:
@@ -145,13 +155,16 @@ def group_failures(failed: list[CheckResult]) -> list[list[CheckResult]]:
 
 def _print_failure(console: Console, check: CheckResult | ImportFailure, *, lang: str,
                    debug: bool, count: int) -> None:
+    waiting = isinstance(check, CheckResult) and shown_status(check) == "waiting"
     suffix = ""
     if count > 1:
-        suffix += f"  ({feedback.ui('failed_checks', lang, count=count)})"
+        key = "waiting_checks" if waiting else "failed_checks"
+        suffix += f"  ({feedback.ui(key, lang, count=count)})"
     if isinstance(check, CheckResult) and check.device != "cpu":
         suffix += f"  [{check.device}]"
     heading = check.message or (check.name if isinstance(check, CheckResult) else check.file)
-    _print_wrapped(console, Text("✗ ", style="red"), heading + suffix, "bold")
+    mark, color = MARKS["waiting" if waiting else "failed"]
+    _print_wrapped(console, Text(f"{mark} ", style=color), heading + suffix, "bold")
     width = max(len(feedback.ui(k, lang)) for k in ("expected", "got", "hint")) + 1
     for key, value in (("expected", check.expected), ("got", check.got), ("hint", check.hint)):
         if value:

@@ -53,6 +53,7 @@ class Scored:
     blame: Finding | None = None  # says why instead (message, hint): a failing callee,
     # which paid for the mistake where it was shown to work (calls_into_failures)
     log: str = ""  # what the task printed, for the instructor (runtime rows)
+    waits_on: tuple[str, ...] = ()  # held right, counts once one of these checks passes
 
     @property
     def status(self) -> str:
@@ -293,8 +294,9 @@ def settle_function(lab: Lab, function: str, defined: bool, results: list[Scored
                      or lookup.get((need, result.device)) or result).status != "failed"
                  for need in shown_by]
         if result.status == "passed" and shown_by and not any(shown):
-            result = result.failed_as(fail("not_shown", function=function,
-                                           needs=either_of(shown_by[:2])))
+            result = replace(result.failed_as(fail("not_shown", function=function,
+                                                   needs=either_of(shown_by[:2]))),
+                             waits_on=shown_by)
         settled.append(result)
     return settled
 
