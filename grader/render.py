@@ -52,14 +52,20 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
         table.add_column(feedback.ui("check", lang))
         table.add_column(feedback.ui("device", lang), style="dim")
         table.add_column(feedback.ui("points", lang), justify="right")
-        for check in shown:
+        for row in screen_rows(shown):
+            check = row[0]
             mark, color = MARKS[shown_status(check)]
-            name = Text(check.name)
-            if check.hidden:
-                name.append(f" [{feedback.ui('hidden_tag', lang)}]", style="dim")
-            name.append(f" [{check.id}]" if check.status == "failed" else "", style="dim")
+            if len(row) > 1:  # one reason for most of a function's checks: one line
+                reason = (check.message if check.message.startswith(check.function)
+                          else f"{check.function}: {check.message}")
+                name = Text(feedback.ui("folded_checks", lang, reason=reason, count=len(row)))
+            else:
+                name = Text(check.name)
+                if check.hidden:
+                    name.append(f" [{feedback.ui('hidden_tag', lang)}]", style="dim")
+                name.append(f" [{check.id}]" if check.status == "failed" else "", style="dim")
             table.add_row(Text(mark, style=color), name, check.device,
-                          f"{check.score:g}/{check.max_score:g}")
+                          f"{sum(c.score for c in row):g}/{sum(c.max_score for c in row):g}")
         console.print(table)
     if failed_only:
         for function in dict.fromkeys(c.function for c in graded):
@@ -96,6 +102,32 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
     if failed and not debug and (any(c.debug for c in failed) or (
             report.import_error is not None and report.import_error.debug)):
         console.print(feedback.ui("debug_hint", lang), style="dim")
+
+
+# A function's failures that share one reason fold into one line from this many checks on,
+# where they are most of its checks on that device (a stub: "not implemented").
+FOLD_AT = 3
+
+
+def screen_rows(checks: list[CheckResult]) -> list[list[CheckResult]]:
+    """The table's rows, what matters first (issue 30): each function's failed and waiting
+    checks, functions in the report's order, then the passed ones. A function's failures on
+    one device with one message, at least FOLD_AT of them and most of its checks there, are
+    one row (a list of several checks); every other row is one check."""
+    failing = [c for c in checks if c.status == "failed"]
+    rows: list[list[CheckResult]] = []
+    for function in dict.fromkeys(c.function for c in failing):
+        own = [c for c in failing if c.function == function]
+        same: dict[tuple[str, str, str], list[CheckResult]] = {}
+        for check in own:
+            same.setdefault((check.device, shown_status(check), check.message), []).append(check)
+        for (device, _, _), group in same.items():
+            there = sum(c.function == function and c.device == device for c in checks)
+            if len(group) >= FOLD_AT and 2 * len(group) > there:
+                rows.append(group)
+            else:
+                rows += [[check] for check in group]
+    return rows + [[c] for c in checks if c.status != "failed"]
 
 
 def print_import_failure(console: Console, failure: ImportFailure, *, lang: str,

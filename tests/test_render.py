@@ -113,3 +113,27 @@ def test_a_check_waiting_on_another_is_shown_waiting_naming_it() -> None:
     text = feedback_text(report, lang="en")
     assert "⧗     0/2  relu_ same_storage [cpu]" in text
     assert "(2 checks waiting)" in text
+
+
+def test_the_screen_starts_with_failures_and_folds_a_stub_into_one_line() -> None:
+    """Issue 30: failures first, grouped by function; a function whose checks mostly fail
+    for one reason (a stub) is one line with the count and the points."""
+    passed = _check("zero_grad", "passed")
+    stub = [CheckResult(id=f"relu_.c{n}", name=f"relu_ check {n}", function="relu_",
+                        kind="storage", device="cpu", status="failed", passed=False,
+                        score=0.0, max_score=1.0 if n % 2 else 2.0,
+                        message="relu_ is not implemented yet") for n in range(7)]
+    own = _check("sgd_step", "failed", message="sgd_step: `params[0]` now points to "
+                 "different memory")
+    report = Report(lab="optim", score=2.0, max_score=15.0, checks=[passed, *stub, own],
+                    grader_version="0", torch_version="0", elapsed_s=0.1)
+    out = io.StringIO()
+    render_text(report, Console(file=out, width=200, color_system=None, highlight=False),
+                lang="en")
+    table = out.getvalue().split("\n\n")[0].splitlines()[1:]
+    assert [line.split()[0] for line in table] == ["✗", "✗", "✓"], table
+    assert "relu_ is not implemented yet (7 checks)" in table[0]
+    assert table[0].rstrip().endswith("0/11")
+    assert "sgd_step keeps its storage" in table[1]
+    assert "zero_grad keeps its storage" in table[2]
+    assert not any("relu_ check" in line for line in table)
