@@ -53,6 +53,10 @@ class CheckResult(BaseModel):
         "to the student's file that builds the failing case's inputs, calls their function "
         "and ends in the assert that fails; shown by `check --explain ID`. Empty for a passed "
         "or hidden check, or one no faithful reproducer exists for."))
+    waits_on: list[str] = Field(default_factory=list, description=(
+        "Check ids this failed check waits on (docs/semantics.md#shown_by-prerequisites): its "
+        "property holds, but it counts once one of them passes. Shown as waiting, not as a "
+        "mistake; its status stays `failed` and its score 0 until then."))
     hidden: bool = Field(default=False, description="Graded, but withheld from student feedback "
                          "until released (an instructor's hidden case or hidden check).")
     flagged: bool = Field(default=False, description=(

@@ -24,7 +24,14 @@ from rich.text import Text
 from grader import feedback
 from grader.models import CheckResult, ImportFailure, Report
 
-MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim")}
+MARKS = {"passed": ("✓", "green"), "failed": ("✗", "red"), "skipped": ("–", "dim"),
+         "waiting": ("⧗", "yellow")}
+
+
+def shown_status(check: CheckResult) -> str:
+    """The status as a reader sees it: a failed check that only waits on another one
+    passing (its `waits_on`) is "waiting", not a mistake (issue 30)."""
+    return "waiting" if check.status == "failed" and check.waits_on else check.status
 
 
 def render_text(report: Report, console: Console, *, lang: str, debug: bool = False,
@@ -45,14 +52,20 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
         table.add_column(feedback.ui("check", lang))
         table.add_column(feedback.ui("device", lang), style="dim")
         table.add_column(feedback.ui("points", lang), justify="right")
-        for check in shown:
-            mark, color = MARKS[check.status]
-            name = Text(check.name)
-            if check.hidden:
-                name.append(f" [{feedback.ui('hidden_tag', lang)}]", style="dim")
-            name.append(f" [{check.id}]" if check.status == "failed" else "", style="dim")
+        for row in screen_rows(shown):
+            check = row[0]
+            mark, color = MARKS[shown_status(check)]
+            if len(row) > 1:  # one reason for most of a function's checks: one line
+                reason = (check.message if check.message.startswith(check.function)
+                          else f"{check.function}: {check.message}")
+                name = Text(feedback.ui("folded_checks", lang, reason=reason, count=len(row)))
+            else:
+                name = Text(check.name)
+                if check.hidden:
+                    name.append(f" [{feedback.ui('hidden_tag', lang)}]", style="dim")
+                name.append(f" [{check.id}]" if check.status == "failed" else "", style="dim")
             table.add_row(Text(mark, style=color), name, check.device,
-                          f"{check.score:g}/{check.max_score:g}")
+                          f"{sum(c.score for c in row):g}/{sum(c.max_score for c in row):g}")
         console.print(table)
     if failed_only:
         for function in dict.fromkeys(c.function for c in graded):
@@ -76,7 +89,10 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
                       style="dim")
     console.print(Text(feedback.ui("title", lang, lab=report.lab, score=report.score,
                                    max_score=report.max_score), style="bold"))
+    waiting = sum(shown_status(c) == "waiting" for c in failed)
     summary = (feedback.ui("all_passed", lang) if not failed
+               else feedback.ui("some_failed_waiting", lang, failed=len(failed) - waiting,
+                                total=len(graded), waiting=waiting) if waiting
                else feedback.ui("some_failed", lang, failed=len(failed), total=len(graded)))
     console.print(summary, style="green" if not failed else "red")
     if report.integrity:
@@ -86,6 +102,32 @@ def render_text(report: Report, console: Console, *, lang: str, debug: bool = Fa
     if failed and not debug and (any(c.debug for c in failed) or (
             report.import_error is not None and report.import_error.debug)):
         console.print(feedback.ui("debug_hint", lang), style="dim")
+
+
+# A function's failures that share one reason fold into one line from this many checks on,
+# where they are most of its checks on that device (a stub: "not implemented").
+FOLD_AT = 3
+
+
+def screen_rows(checks: list[CheckResult]) -> list[list[CheckResult]]:
+    """The table's rows, what matters first (issue 30): each function's failed and waiting
+    checks, functions in the report's order, then the passed ones. A function's failures on
+    one device with one message, at least FOLD_AT of them and most of its checks there, are
+    one row (a list of several checks); every other row is one check."""
+    failing = [c for c in checks if c.status == "failed"]
+    rows: list[list[CheckResult]] = []
+    for function in dict.fromkeys(c.function for c in failing):
+        own = [c for c in failing if c.function == function]
+        same: dict[tuple[str, str, str], list[CheckResult]] = {}
+        for check in own:
+            same.setdefault((check.device, shown_status(check), check.message), []).append(check)
+        for (device, _, _), group in same.items():
+            there = sum(c.function == function and c.device == device for c in checks)
+            if len(group) >= FOLD_AT and 2 * len(group) > there:
+                rows.append(group)
+            else:
+                rows += [[check] for check in group]
+    return rows + [[c] for c in checks if c.status != "failed"]
 
 
 def print_import_failure(console: Console, failure: ImportFailure, *, lang: str,
@@ -145,13 +187,16 @@ def group_failures(failed: list[CheckResult]) -> list[list[CheckResult]]:
 
 def _print_failure(console: Console, check: CheckResult | ImportFailure, *, lang: str,
                    debug: bool, count: int) -> None:
+    waiting = isinstance(check, CheckResult) and shown_status(check) == "waiting"
     suffix = ""
     if count > 1:
-        suffix += f"  ({feedback.ui('failed_checks', lang, count=count)})"
+        key = "waiting_checks" if waiting else "failed_checks"
+        suffix += f"  ({feedback.ui(key, lang, count=count)})"
     if isinstance(check, CheckResult) and check.device != "cpu":
         suffix += f"  [{check.device}]"
     heading = check.message or (check.name if isinstance(check, CheckResult) else check.file)
-    _print_wrapped(console, Text("✗ ", style="red"), heading + suffix, "bold")
+    mark, color = MARKS["waiting" if waiting else "failed"]
+    _print_wrapped(console, Text(f"{mark} ", style=color), heading + suffix, "bold")
     width = max(len(feedback.ui(k, lang)) for k in ("expected", "got", "hint")) + 1
     for key, value in (("expected", check.expected), ("got", check.got), ("hint", check.hint)):
         if value:

@@ -82,3 +82,58 @@ def test_the_progress_bar_names_students_whole_and_ends_saying_graded() -> None:
         bar.advance("ines", report, False)
     last = out.getvalue().strip().splitlines()[-1]
     assert last.startswith("graded") and "2/2" in last and "ines" not in last
+
+
+def test_a_check_waiting_on_another_is_shown_waiting_naming_it() -> None:
+    """Issue 30: a check that holds but counts once another passes (`not_shown`) is not a
+    mistake: ⧗, not ✗, and the words say what it waits on; its points stay 0."""
+    waiting = [CheckResult(id=f"relu_.{name}", name=f"relu_ {name}", function="relu_",
+                           kind="storage", device="cpu", status="failed", passed=False,
+                           score=0.0, max_score=2.0, waits_on=["relu_.values"],
+                           message="waiting for “relu_ computes relu” to pass: this check "
+                           "counts from then on") for name in ("same_storage", "is_x")]
+    values = CheckResult(id="relu_.values", name="relu_ computes relu", function="relu_",
+                         kind="numerics", device="cpu", status="failed", passed=False,
+                         score=0.0, max_score=2.0, message="relu_: wrong values")
+    report = Report(lab="tensor_ops", score=0.0, max_score=6.0, checks=[values, *waiting],
+                    grader_version="0", torch_version="0", elapsed_s=0.1)
+    out = io.StringIO()
+    render_text(report, Console(file=out, width=200, color_system=None, highlight=False),
+                lang="en")
+    rows = out.getvalue().splitlines()
+    same = next(line for line in rows if "relu_ same_storage" in line)
+    assert same.lstrip().startswith("⧗") and "0/2" in same
+    assert next(line for line in rows if "relu_ computes relu" in line).lstrip()[0] == "✗"
+    assert ("⧗ waiting for “relu_ computes relu” to pass: this check counts from then on "
+            "(2 checks waiting)") in rows
+    assert "1 of 3 checks failed; 2 more wait on another check to pass." in rows
+    assert "✗ relu_: wrong values" in rows
+    assert report.return_code == 1  # nothing earned yet
+    from grader.exporters.text import feedback_text
+    text = feedback_text(report, lang="en")
+    assert "⧗     0/2  relu_ same_storage [cpu]" in text
+    assert "(2 checks waiting)" in text
+
+
+def test_the_screen_starts_with_failures_and_folds_a_stub_into_one_line() -> None:
+    """Issue 30: failures first, grouped by function; a function whose checks mostly fail
+    for one reason (a stub) is one line with the count and the points."""
+    passed = _check("zero_grad", "passed")
+    stub = [CheckResult(id=f"relu_.c{n}", name=f"relu_ check {n}", function="relu_",
+                        kind="storage", device="cpu", status="failed", passed=False,
+                        score=0.0, max_score=1.0 if n % 2 else 2.0,
+                        message="relu_ is not implemented yet") for n in range(7)]
+    own = _check("sgd_step", "failed", message="sgd_step: `params[0]` now points to "
+                 "different memory")
+    report = Report(lab="optim", score=2.0, max_score=15.0, checks=[passed, *stub, own],
+                    grader_version="0", torch_version="0", elapsed_s=0.1)
+    out = io.StringIO()
+    render_text(report, Console(file=out, width=200, color_system=None, highlight=False),
+                lang="en")
+    table = out.getvalue().split("\n\n")[0].splitlines()[1:]
+    assert [line.split()[0] for line in table] == ["✗", "✗", "✓"], table
+    assert "relu_ is not implemented yet (7 checks)" in table[0]
+    assert table[0].rstrip().endswith("0/11")
+    assert "sgd_step keeps its storage" in table[1]
+    assert "zero_grad keeps its storage" in table[2]
+    assert not any("relu_ check" in line for line in table)

@@ -6,7 +6,8 @@ Fair scoring lives here, in rules no single judge can see:
   would have earned, so a student's total is the same whether the code ran or not;
 - a name missing from the file fails its `api` check and nothing else is graded for it;
 - a check passes only where a check it is `shown_by` passed too (settle_function);
-- a method failing because it calls a failing lab function says so (calls_into_failures).
+- a method failing because it calls a failing lab function says so, and keeps its points
+  where the callee was shown to work: the callee already paid (calls_into_failures).
 """
 
 from __future__ import annotations
@@ -49,8 +50,10 @@ class Scored:
     case: str = ""  # the hidden case's name, for a row of a hidden case
     skipped: bool = False
     flagged: bool = False  # failed on what the sandbox saw the code do (or hide)
-    blame: Finding | None = None  # says why instead (message, hint): a failing callee
+    blame: Finding | None = None  # says why instead (message, hint): a failing callee,
+    # which paid for the mistake where it was shown to work (calls_into_failures)
     log: str = ""  # what the task printed, for the instructor (runtime rows)
+    waits_on: tuple[str, ...] = ()  # held right, counts once one of these checks passes
 
     @property
     def status(self) -> str:
@@ -154,7 +157,8 @@ def judge_submission(context: GradingContext, submission: Submission,
                                     hidden_ran(context, submission, observed, function, ran))
     # The child names the line of its own copy: told in the student's terms (issue 30).
     results = [replace(row, finding=own_finding(row.finding, submission)) for row in results]
-    return ordered(lab, calls_into_failures(results, scan.calls))
+    prerequisites = frozenset(need for check in lab.checks for need in check.shown_by)
+    return ordered(lab, calls_into_failures(results, scan.calls, shown_by=prerequisites))
 
 
 def hidden_ran(context: GradingContext, submission: Submission, observed: Observed,
@@ -292,8 +296,9 @@ def settle_function(lab: Lab, function: str, defined: bool, results: list[Scored
                      or lookup.get((need, result.device)) or result).status != "failed"
                  for need in shown_by]
         if result.status == "passed" and shown_by and not any(shown):
-            result = result.failed_as(fail("not_shown", function=function,
-                                           needs=either_of(shown_by[:2])))
+            result = replace(result.failed_as(fail("not_shown", function=function,
+                                                   needs=either_of(shown_by[:2]))),
+                             waits_on=shown_by)
         settled.append(result)
     return settled
 
@@ -306,20 +311,30 @@ def either_of(check_ids: tuple[str, ...]) -> Phrase:
     return Phrase("either_or", {"first": quoted[0], "second": quoted[1]})
 
 
-def calls_into_failures(results: list[Scored], calls: dict[str, list[str]]) -> list[Scored]:
+def calls_into_failures(results: list[Scored], calls: dict[str, list[str]], *,
+                        shown_by: frozenset[str] = frozenset()) -> list[Scored]:
     """A method's check that fails where the method calls a lab function of the same file
     that fails its own checks says so, rather than blaming the method (`SGD.zero_grad`
-    calling a broken `zero_grad`). `calls`: method to the lab functions its body calls, from
-    the child's scan of the source."""
+    calling a broken `zero_grad`). It stays failed, so the student sees it; and where the
+    callee was shown to do its job (one of its checks that others are `shown_by`, given in
+    `shown_by`, passed on that device), it costs nothing: the callee's own checks already
+    cost the mistake (one mistake, one cost; issue 30). A callee that does nothing (a stub,
+    a write that changes nothing) was not shown to work, so calling it earns nothing
+    (issue 26). `calls`: method to the lab functions its body calls, from the child's scan
+    of the source."""
     failing = {r.function for r in results if r.status == "failed" and not r.hidden}
+    working = {(r.function, r.device) for r in results if r.status == "passed"
+               and not r.hidden and r.id in shown_by}
     settled = []
     for result in results:
         method = result.id.partition("@")[0]
         culprits = [name for name in calls.get(method, []) if name in failing
                     and name != result.function]
         if result.status == "failed" and culprits and result.kind != "runtime":
+            paid = (culprits[0], result.device) in working
             result = replace(result, blame=fail("calls_failing", method=method,
-                                                callee=culprits[0]))
+                                                callee=culprits[0]),
+                             score=result.max_score if paid else result.score)
         settled.append(result)
     return settled
 

@@ -61,7 +61,8 @@ def worded_row(row: Scored, lab: Lab, lang: str, *, reproducer: Reproducer | Non
                                                            lang=lang, notebook=notebook)
     return CheckResult(**common, status="failed", passed=False, score=row.score,
                        max_score=row.max_score, message=message, expected=wording.expected,
-                       got=wording.got, hint=hint, debug=debug, reproducer=code)
+                       got=wording.got, hint=hint, debug=debug, reproducer=code,
+                       waits_on=list(row.waits_on))
 
 
 def reproducer_text(reproducer: Reproducer, *, check_id: str, lab: Lab, lang: str,

@@ -77,7 +77,9 @@ def _weighted(check: CheckResult, classname: str, lang: str) -> list[_Case]:
     name = f"{check.name} [{check.device}] ({check.score:g}/{check.max_score:g})"
     if check.status == "passed":
         return [_Case(classname, name, check.max_score)]
-    if check.status == "failed" and 0 < check.score < check.max_score:
+    if check.status == "failed" and 0 < check.score <= check.max_score:
+        # Partial credit; or a check failing at no cost (a broken callee's follow-on,
+        # docs/semantics.md#follow-on-failures-told-once): its failure weighs nothing.
         return [_outcome(check, lang, classname, name, check.max_score - check.score),
                 _Case(classname, feedback.ui("junit_partial", lang, name=name), check.score)]
     return [_outcome(check, lang, classname, name, check.max_score)]
@@ -95,6 +97,9 @@ def _point_cases(check: CheckResult, classname: str, scale: int, lang: str) -> l
                       text=details)]
     key, unit = ("junit_point", 1.0) if scale == 1 else ("junit_part", 1 / scale)
     cases = []
+    if check.status == "failed" and earned >= parts:  # failed at no cost: told, not counted
+        cases.append(_Case(classname, name, 0.0, "skipped", check.message,
+                           text=check_details(check, lang)))
     for k in range(1, parts + 1):
         part = feedback.ui(key, lang, name=name, k=k, n=parts, points=unit)
         if k <= earned or check.status == "passed":

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from grader import feedback
 from grader.models import CheckResult, ImportFailure, Report
-from grader.render import MARKS, group_failures
+from grader.render import MARKS, group_failures, shown_status
 from grader.views import STUDENT, View
 
 
@@ -29,9 +29,11 @@ def explained(check: CheckResult | ImportFailure, lang: str, *, count: int = 1) 
     """A failure as the feedback file shows it: a heading, then its labelled details."""
     labels = {key: feedback.ui(key, lang) for key in ("expected", "got", "hint")}
     width = max(len(label) for label in labels.values()) + 1
-    suffix = f"  ({feedback.ui('failed_checks', lang, count=count)})" if count > 1 else ""
+    waiting = isinstance(check, CheckResult) and shown_status(check) == "waiting"
+    counted = "waiting_checks" if waiting else "failed_checks"
+    suffix = f"  ({feedback.ui(counted, lang, count=count)})" if count > 1 else ""
     name = check.name if isinstance(check, CheckResult) else check.file
-    lines = [f"✗ {check.message or name}{suffix}"]
+    lines = [f"{MARKS['waiting' if waiting else 'failed'][0]} {check.message or name}{suffix}"]
     for key, value in (("expected", check.expected), ("got", check.got), ("hint", check.hint)):
         if value:
             lines.append(f"    {labels[key] + ':':<{width}} {value}")
@@ -50,7 +52,8 @@ def feedback_text(full_report: Report, *, lang: str, view: View = STUDENT) -> st
     lines = [title, ""]
     for check in graded:
         points = f"{check.score:g}/{check.max_score:g}"
-        lines.append(f"{MARKS[check.status][0]} {points:>7}  {check.name} [{check.device}]")
+        lines.append(f"{MARKS[shown_status(check)][0]} {points:>7}  {check.name} "
+                     f"[{check.device}]")
     if report.import_error is not None:  # one block: the rows only say "not graded"
         lines += ["", *explained(report.import_error, lang)]
     else:

@@ -239,6 +239,23 @@ def test_partial_fractional_and_zero_point_checks_keep_the_score() -> None:
     assert "(part 1 of 6, 0.25 points each)" in by_point  # 1.5 points in quarters
 
 
+def test_a_check_failing_at_no_cost_is_told_and_keeps_the_score() -> None:
+    """A follow-on failure (a method calling a broken lab function, issue 30) fails with its
+    points: every reader gets the report's score, and the failure is still in the file."""
+    checks = [check("zero_grad.a", "failed", points=2.0),
+              check("SGD.zero_grad", "failed", points=2.0, score=2.0, message="calls yours"),
+              check("SGD.b", "passed", points=2.0)]
+    graded = report("dan", checks)
+    assert graded.score / graded.max_score == pytest.approx(4 / 6)
+    weighted = junit_xml([graded])
+    assert codegrade_fraction(weighted) == pytest.approx(4 / 6)
+    assert "calls yours" in weighted
+    by_point = junit_xml([graded], points_as_cases=True)
+    assert counted_fraction(by_point) == pytest.approx(4 / 6)
+    assert codegrade_fraction(by_point) == pytest.approx(4 / 6)
+    assert "calls yours" in by_point
+
+
 def test_render_is_the_default_document(graded: dict[str, Report]) -> None:
     reports = [graded["sgd_step"], graded["adam"]]
     assert render(reports, view=STUDENT, lang="en") == junit_xml(reports)

@@ -187,3 +187,22 @@ def test_a_no_op_write_earns_what_pass_earns(lab: str, write: str, tmp_path: Pat
     got, want = _scores(noop, lab, sandbox), _scores(empty, lab, sandbox)
     assert all(want[f] > 0 for f in functions), want  # both imported: signatures earned
     assert {f: got[f] for f in functions} == {f: want[f] for f in functions}
+
+
+def test_a_check_waiting_on_its_prerequisite_names_it(sandboxes: SharedSandboxes) -> None:
+    """Issue 30: a passing check that counts once another passes says it waits, naming the
+    checks it waits on (`waits_on`, in words in its message), and earns nothing yet."""
+    from tests.conftest import ROOT
+
+    path = ROOT / "tests" / "submissions" / "tensor_ops" / "relu_does_nothing.py"
+    report = check_submission(path, lab="tensor_ops", options=CheckOptions(device="cpu"),
+                              sandbox=sandboxes("tensor_ops"))
+    waiting = [c for c in report.checks if c.waits_on]
+    assert waiting, [c.id for c in report.checks if c.status == "failed"]
+    ids = {check.id for check in get_lab("tensor_ops").checks}
+    for check in waiting:
+        assert check.status == "failed" and check.score == 0.0
+        assert set(check.waits_on) <= ids and check.waits_on[0].startswith(check.function)
+        assert check.message.startswith("waiting for “"), check.message
+    assert all(not c.waits_on for c in report.checks if c.status == "failed"
+               and not c.message.startswith("waiting for"))

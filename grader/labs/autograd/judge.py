@@ -422,7 +422,9 @@ def _checks() -> tuple[CheckSpec, ...]:
         spec("update_leaf_.keeps_grad", "side_effect", every_case, _update_grad,
              shown_by=leaf_did),
         spec("update_leaf_.values", "numerics", every_case, _update_values),
-        spec("add_or_copy.returns_pair", "api", both, _returns_tuple),
+        # A case that raised costs the check that asks for its behaviour (falls back, in
+        # place), not these. See NOTE: [a raise costs its case's own check] in checks/core.py.
+        spec("add_or_copy.returns_pair", "api", both, _returns_tuple, spare_raised=True),
         spec("add_or_copy.in_place_when_allowed", "identity", allowed, _add_in_place,
              shown_by=("add_or_copy.values", "add_or_copy.version_advances")),
         CheckSpec("add_or_copy.version_advances", "version", unless_computing(
@@ -431,10 +433,10 @@ def _checks() -> tuple[CheckSpec, ...]:
             function="add_or_copy", tensor="t")),
         spec("add_or_copy.falls_back_when_forbidden", "autograd", forbidden, _add_fallback),
         spec("add_or_copy.fallback_leaves_t", "side_effect", forbidden, _add_t_untouched,
-             shown_by=("add_or_copy.falls_back_when_forbidden",
-                                                     "add_or_copy.values")),
-        spec("add_or_copy.values", "numerics", both, _add_values),
-        spec("add_or_copy.keeps_graph", "autograd", both, _add_graph),
+             shown_by=("add_or_copy.falls_back_when_forbidden", "add_or_copy.values"),
+             spare_raised=True),
+        spec("add_or_copy.values", "numerics", both, _add_values, spare_raised=True),
+        spec("add_or_copy.keeps_graph", "autograd", both, _add_graph, spare_raised=True),
         spec("add_or_copy.other_errors_propagate", "autograd", errors, _add_error,
              allow_error=True),
         spec("fixed_block.values_and_gradients", "numerics", _block_cases("state"),
