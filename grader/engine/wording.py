@@ -144,7 +144,8 @@ def title(row: Scored, lang: str) -> str:
 def named_cases(finding: Finding, lab: Lab, function: str, lang: str) -> Finding:
     """The finding with each case id it names (`case=`, in its phrases too) replaced by the
     case in words (Lab.describe_case): "3 float32 parameters, one with no gradient", not
-    `mixed`. An id that is not one of the lab's cases (a hidden case's own name) stays."""
+    `mixed`. An id that is not one of the lab's cases (a hidden case's own name) stays; a
+    finding without a `function` gets the row's."""
     cases = {case["id"]: case for case in lab.cases(function)}
 
     def words(params: dict[str, Any]) -> dict[str, Any]:
@@ -159,4 +160,7 @@ def named_cases(finding: Finding, lab: Lab, function: str, lang: str) -> Finding
             named[key] = value
         return named
 
-    return Finding(finding.passed, finding.key, words(finding.params), finding.debug)
+    # Every message names its function: a finding built without one (a shared value check)
+    # gets its row's.
+    params = {**finding.params, "function": finding.params.get("function") or function}
+    return Finding(finding.passed, finding.key, words(params), finding.debug)
