@@ -3,6 +3,7 @@ engine calls the catalog (grader/feedback.py), so a wording change never touches
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,10 @@ def named_cases(finding: Finding, lab: Lab, function: str, lang: str) -> Finding
         for key, value in params.items():
             if isinstance(value, Phrase):
                 value = Phrase(value.key, words(value.params))
+            elif key == "location" and isinstance(value, str) and (
+                    line := re.fullmatch(r"line (\d+)\s*(.*)", value, re.DOTALL)):
+                # See grader/sandbox/exceptions.py: "line 12 (source)", in the reader's words.
+                value = Phrase("at_line", {"line": line[1], "code": line[2]})
             elif key == "case" and isinstance(value, str) and value in cases:
                 described = [feedback.fill_phrase(p, lang)
                              for p in lab.describe_case(cases[value])]

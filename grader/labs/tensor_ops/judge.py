@@ -19,7 +19,15 @@ from grader.checks.core import (
 )
 from grader.checks.errors import error_finding
 from grader.checks.evidence import Evidence
-from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
+from grader.checks.findings import (
+    PASS,
+    Finding,
+    Phrase,
+    fail,
+    first_failure,
+    phrase,
+    returned,
+)
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Lab, cached_by_content, signature_judge
@@ -71,7 +79,8 @@ def judge_identity(function: str) -> Callable[[Evidence], Finding]:
                 return problem
             if not observed["returned_is_x"]:
                 return fail("not_returned", function=function, where=_describe(case),
-                            got=_returned(observed), tensor=_first_arg(function))
+                            got=returned(observed["returned_type"]),
+                            tensor=_first_arg(function))
         return PASS
 
     return judge
@@ -252,7 +261,8 @@ def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
                 return problem
             if identity_judged and not observed["returned_is_x"]:
                 findings.append(fail("not_returned", function=function, where=_describe(case),
-                                     got=_returned(observed), tensor=_first_arg(function)))
+                                     got=returned(observed["returned_type"]),
+                                     tensor=_first_arg(function)))
                 continue
             if formula_wrong and observed["values"].shape == expected(case)[0].shape:
                 continue
@@ -303,13 +313,6 @@ def unwritten(case: Case, observed: dict[str, Any]) -> Phrase | None:
     if not observed["returned_is_x"] and observed["returned_type"] == "Tensor":
         return phrase("unwritten_new_tensor")
     return phrase("unwritten_copy")  # or nothing written at all: the memory cannot tell
-
-
-def _returned(observed: dict[str, Any]) -> Phrase | str:
-    """What the function returned instead of its argument, in words: "a new tensor", "None",
-    or the type's name."""
-    kind = observed["returned_type"]
-    return {"Tensor": phrase("new_tensor"), "NoneType": phrase("none")}.get(kind, kind)
 
 
 def _original_base(case: Case) -> torch.Tensor:
