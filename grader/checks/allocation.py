@@ -220,7 +220,7 @@ def judge_allocations(observed: dict[str, Any], *, function: str, tensor: str,
                     size=describe_bytes(first["nbytes"]), dtype=first["dtype"],
                     count=len(big), tensor=tensor, where=where,
                     temporaries=phrase("temporaries_one" if len(big) == 1 else "temporaries",
-                                       count=len(big)))
+                                       count=len(big), op=first["op"]))
     nbytes = observed["nbytes"]
     profiler_peak = observed.get("profiler_peak_bytes", 0)
     if over_budget(profiler_peak, nbytes=nbytes):
