@@ -75,7 +75,8 @@ def test_each_function_says_not_graded_without_repeating_the_error(syntax_error:
     graded = [c for c in syntax_error.checks if c.status != "skipped"]
     assert [c.function for c in graded] == ["zero_grad", "sgd_step", "SGD", "Adam"]
     for check in graded:
-        assert check.message == "not graded: jae.py did not import"
+        assert check.message == (f"not graded: jae.py did not import, so {check.function} "
+                                 "could not run")
         assert "SyntaxError" not in check.model_dump_json()
     assert syntax_error.score == 0 and syntax_error.max_score == full_marks("optim")
 

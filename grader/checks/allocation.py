@@ -19,7 +19,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from grader.checks.findings import PASS, Finding, fail
+from grader.checks.findings import PASS, Finding, fail, phrase
 
 FULL_SIZE_FRACTION = 0.5
 
@@ -218,7 +218,9 @@ def judge_allocations(observed: dict[str, Any], *, function: str, tensor: str,
         first = big[0]
         return fail("full_size_temporary", function=function, op=first["op"],
                     size=describe_bytes(first["nbytes"]), dtype=first["dtype"],
-                    count=len(big), tensor=tensor, where=where)
+                    count=len(big), tensor=tensor, where=where,
+                    temporaries=phrase("temporaries_one" if len(big) == 1 else "temporaries",
+                                       count=len(big), op=first["op"]))
     nbytes = observed["nbytes"]
     profiler_peak = observed.get("profiler_peak_bytes", 0)
     if over_budget(profiler_peak, nbytes=nbytes):

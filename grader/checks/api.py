@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from grader.checks.findings import PASS, Finding, fail
+from grader.checks.findings import PASS, Finding, fail, phrase
 
 _MISSING = "<missing>"
 REPR_LIMIT = 200  # characters of a default's repr or a name kept in the record
@@ -62,9 +62,10 @@ def judge_signature(
     are allowed only with defaults, so every call the grader makes still binds.
     """
     if description is None:
-        return fail("api_missing", name=name, kind=kind)
+        return fail("api_missing", name=name, kind=phrase(f"api_{kind}"))
     if description["kind"] != kind:
-        return fail("api_wrong_kind", name=name, kind=kind, got=description["kind"])
+        return fail("api_wrong_kind", name=name, kind=phrase(f"api_{kind}"),
+                    got=phrase(f"api_{description['kind']}"))
     got = description["parameters"]
     if got is None:
         return PASS

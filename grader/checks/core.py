@@ -190,6 +190,6 @@ def values_close(actual: torch.Tensor, expected: torch.Tensor, *, tensor: str,
     if found is None:
         return None
     if found["reason"] == "shape":
-        return fail("shape_mismatch", tensor=tensor, where=where,
+        return fail("shape_mismatch", tensor=tensor, where=where, function=function,
                     expected=found["expected_shape"], got=found["actual_shape"])
     return fail("values_mismatch", tensor=tensor, where=where, function=function, **found)

@@ -36,6 +36,16 @@ def phrase(key: str, **params: Any) -> Phrase:
     return Phrase(key, params)
 
 
+def returned(type_name: str) -> Phrase:
+    """What a function returned, from its type's name, in words: "a new tensor", "None", "a
+    list" (never a bare `Tensor` or `NoneType`)."""
+    if type_name == "Tensor":
+        return phrase("new_tensor")
+    if type_name == "NoneType":
+        return phrase("none")
+    return phrase("a_value_of_type", type=type_name)
+
+
 PASS = Finding(passed=True)
 
 

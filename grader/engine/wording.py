@@ -3,6 +3,7 @@ engine calls the catalog (grader/feedback.py), so a wording change never touches
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,8 @@ def title(row: Scored, lang: str) -> str:
 def named_cases(finding: Finding, lab: Lab, function: str, lang: str) -> Finding:
     """The finding with each case id it names (`case=`, in its phrases too) replaced by the
     case in words (Lab.describe_case): "3 float32 parameters, one with no gradient", not
-    `mixed`. An id that is not one of the lab's cases (a hidden case's own name) stays."""
+    `mixed`. An id that is not one of the lab's cases (a hidden case's own name) stays; a
+    finding without a `function` gets the row's."""
     cases = {case["id"]: case for case in lab.cases(function)}
 
     def words(params: dict[str, Any]) -> dict[str, Any]:
@@ -155,6 +157,10 @@ def named_cases(finding: Finding, lab: Lab, function: str, lang: str) -> Finding
         for key, value in params.items():
             if isinstance(value, Phrase):
                 value = Phrase(value.key, words(value.params))
+            elif key == "location" and isinstance(value, str) and (
+                    line := re.fullmatch(r"line (\d+)\s*(.*)", value, re.DOTALL)):
+                # See grader/sandbox/exceptions.py: "line 12 (source)", in the reader's words.
+                value = Phrase("at_line", {"line": line[1], "code": line[2]})
             elif key == "case" and isinstance(value, str) and value in cases:
                 described = [feedback.fill_phrase(p, lang)
                              for p in lab.describe_case(cases[value])]
@@ -162,7 +168,10 @@ def named_cases(finding: Finding, lab: Lab, function: str, lang: str) -> Finding
             named[key] = value
         return named
 
-    return Finding(finding.passed, finding.key, words(finding.params), finding.debug)
+    # Every message names its function: a finding built without one (a shared value check)
+    # gets its row's.
+    params = {**finding.params, "function": finding.params.get("function") or function}
+    return Finding(finding.passed, finding.key, words(params), finding.debug)
 
 
 def printed_output(observed: Observed, *, limits: Limits, lang: str) -> list[Printed]:

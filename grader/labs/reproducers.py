@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from grader.checks.findings import Finding
+from grader.checks.findings import Finding, Phrase
 
 
 def itemsize(name: str) -> int:
@@ -221,8 +221,8 @@ def signature(name: str, *, kind: str, parameters: list[tuple[str, str | None]],
     if finding_key == "api_wrong_kind":
         test = f"inspect.isclass({name})" if kind == "class" else \
             f"callable({name}) and not inspect.isclass({name})"
-        return Reproducer((name,), (*lines, Assert(test, "api_kind", {"name": name,
-                                                                      "kind": kind})))
+        return Reproducer((name,), (*lines, Assert(test, "api_kind", {
+            "name": name, "kind": Phrase(f"api_{kind}", {})})))
     if finding_key == "api_missing_method":
         method = finding_params.get("method", methods[0] if methods else "")
         return Reproducer((name,), (*lines, Assert(f"hasattr({name}, {method!r})",

@@ -7,12 +7,14 @@ Each `tests/submissions/<lab>/<name>.py` has `<name>.toml` beside it:
     points = {sgd_step = 3}                      # optional: what a function earns in all
     said = ["..."]                               # optional: text its failed checks show
     unsaid = ["..."]                             # optional: text they must not show
+    fix = ["..."]                                # optional: key words of the fix its hints name
 
 An empty `fails` is a correct alternative idiom: it must get full marks.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -20,7 +22,7 @@ import pytest
 
 from grader.engine import CheckOptions, check_submission
 from grader.labs import LAB_FILES, get_lab
-from grader.models import Report
+from grader.models import CheckResult, Report
 from tests.conftest import ROOT, SharedSandboxes
 
 if sys.version_info >= (3, 11):
@@ -121,8 +123,6 @@ FOREIGN_WORDS = {
 def test_feedback_speaks_only_of_its_own_lab(lab: str, sandboxes: SharedSandboxes) -> None:
     """Every failed check of every known mistake of `lab` is worded in that lab's names: no
     `p.grad` or `lr` hint for a tensor_ops function, no `x` for an optimizer."""
-    import re
-
     foreign = re.compile("|".join(FOREIGN_WORDS[lab]))
     strays = []
     for path in (p for p in CASES if p.parent.name == lab and expected_failures(p)):
@@ -136,3 +136,112 @@ def test_feedback_speaks_only_of_its_own_lab(lab: str, sandboxes: SharedSandboxe
                 if found := foreign.search(text):
                     strays.append(f"{path.stem} {check.id}: {found.group()!r} in {text!r}")
     assert not strays, "\n".join(strays[:20])
+
+
+# Issue 30: every message fair and exact.
+
+FIXES = [p for p in CASES if "fix" in expectation(p)]
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=f"{p.parent.name}/{p.stem}", marks=on_one_worker(p.parent.name))
+    for p in FIXES])
+def test_hints_name_the_fix(path: Path, sandboxes: SharedSandboxes) -> None:
+    """A known mistake's hints, together, name each key word of its fix (its toml's `fix`):
+    `y += alpha * x` is told of `alpha=`, not only of "in-place methods"."""
+    hints = "\n".join(c.hint for c in graded(path, sandboxes).checks if c.status == "failed")
+    missing = [word for word in expectation(path)["fix"] if word not in hints]
+    assert not missing, f"hints name none of {missing}:\n{hints}"
+
+
+def exactness_problems(check: CheckResult) -> list[str]:
+    """What keeps a failed check's words from naming the student's function and tensor: no
+    function named, a tensor named by the grader's internals (`x._base`), a bare Python type
+    for what was got ("Tensor"), a plural for one ("1 full-size temporaries")."""
+    problems = []
+    text = "\n".join((check.message, check.expected, check.got, check.hint))
+    names = {check.function, check.function.split(".")[0]}
+    if not any(name in check.message for name in names):
+        problems.append(f"message names no function ({check.function}): {check.message!r}")
+    if "_base" in text:
+        problems.append(f"`_base` in {text!r}")
+    if re.fullmatch(r"(Tensor|NoneType|list|tuple|dict|int|float|bool|str)", check.got):
+        problems.append(f"bare type for got: {check.got!r}")
+    if re.search(r"\b1 [\w-]+ temporaries\b", text):
+        problems.append(f"plural for one: {text!r}")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", [pytest.param(lab, marks=on_one_worker(lab)) for lab in LABS])
+def test_every_failure_names_its_function_and_tensor(lab: str,
+                                                     sandboxes: SharedSandboxes) -> None:
+    """Every failed check of every known mistake names its function (its class for a
+    method), the tensor as the student passed it, and what it got in words."""
+    found = [f"{path.stem} {check.id}: {problem}"
+             for path in CASES if path.parent.name == lab and expected_failures(path)
+             for check in graded(path, sandboxes).checks if check.status == "failed"
+             for problem in exactness_problems(check)]
+    assert not found, "\n".join(found[:20])
+
+
+# What may stay in Latin letters in Korean feedback outside code spans: torch's and Python's
+# names and terms of art (in-place, out-of-place, leaf, storage, as the Korean PyTorch docs
+# keep them), parameter names, units.
+LATIN_NAMES = {
+    "torch", "adam", "sgd", "nan", "inf", "relu", "none", "true", "false", "python", "numpy",
+    "autograd", "aten", "docstring", "dtype", "shape", "storage", "grad", "leaf", "view",
+    "float", "atol", "rtol", "in-place", "out-of-place", "import", "debug", "gradcheck",
+    "backward", "forward", "optim", "momentum", "nesterov", "dampening", "maximize", "betas",
+    "step", "state", "reshape", "detach", "clone", "eps", "decay", "tensor", "gradient",
+    "jacobian", "bool", "dict", "list", "tuple", "sigkill", "sigxcpu", "delta", "value",
+    "alpha", "avg", "new", "dim", "params", "non-leaf", "buggy_block", "matmul", "sigmoid", "exp",
+    "logsumexp", "median", "layer_norm", "keepdim", "profiler", "contiguous", "cuda", "cpu",
+}
+
+
+def english_left(text: str, names: set[str]) -> list[str]:
+    """Latin words of three letters or more in `text` that a Korean reader should not meet:
+    outside code spans (`...`), identifiers (with `_`, `.`, `(`, `::` or a digit), exception
+    type and class names (CamelCase), quoted torch text, `names` (the lab's functions) and the
+    names above."""
+    if not re.search("[가-힣]", text) and len(re.findall("[A-Za-z]+", text)) >= 5:
+        return []  # a quoted message: an exception's text, or a line of the student's code
+    text = re.sub(r"`[^`]*`", " ", text)
+    text = re.sub(r":\s[^가-힣]*$", " ", text)  # an exception's own message, quoted at the end
+    text = re.sub(r"(번째 줄|line \d+) \(.*\)", " ", text)  # a line of the student's code
+    text = re.sub(r"\S*[_.():\[\d]\S*", " ", text)
+    words = re.findall(r"[A-Za-z][A-Za-z\-]{2,}", text)
+    return [word for word in words if word.lower() not in LATIN_NAMES and word not in names
+            and not re.search("[a-z][A-Z]", word)]
+
+
+_KO_REPORTS: dict[Path, Report] = {}
+
+
+def graded_in_korean(path: Path, sandboxes: SharedSandboxes) -> Report:
+    """Each file graded once in Korean (as `graded`, with `lang="ko"`)."""
+    if path not in _KO_REPORTS:
+        lab = path.parent.name
+        _KO_REPORTS[path] = check_submission(
+            path, lab=lab, options=CheckOptions(device="cpu", lang="ko"), sandbox=sandboxes(lab))
+    return _KO_REPORTS[path]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", [pytest.param(lab, marks=on_one_worker(lab)) for lab in LABS])
+def test_korean_feedback_has_no_english_left(lab: str, sandboxes: SharedSandboxes) -> None:
+    """In `--lang ko`, every failed check's message, expected, got and hint of every known
+    mistake is Korean but for code, names and the text of an exception torch raised."""
+    found = []
+    for path in (p for p in CASES if p.parent.name == lab and expected_failures(p)):
+        report = graded_in_korean(path, sandboxes)
+        names = {part for check in report.checks for part in check.function.split(".")}
+        for check in report.checks:
+            if check.status != "failed":
+                continue
+            for field in ("message", "expected", "got", "hint"):
+                text = getattr(check, field)
+                if words := english_left(text, names):
+                    found.append(f"{path.stem} {check.id} {field}: {words} in {text!r}")
+    assert not found, "\n".join(found[:30])

@@ -99,7 +99,8 @@ def test_sys_exit_at_import_scores_zero_with_a_message(make_submission, grade) -
     assert {c.kind for c in report.checks if c.status == "failed"} == {"runtime"}
     assert report.import_error is not None
     assert "could not be imported: SystemExit" in report.import_error.message
-    assert report.checks[0].message == "not graded: optimizer.py did not import"
+    assert report.checks[0].message == ("not graded: optimizer.py did not import, so "
+                                        f"{report.checks[0].function} could not run")
 
 
 def test_syntax_error_names_the_line(tmp_path: Path, grade) -> None:

@@ -25,7 +25,7 @@ from grader.checks.core import (
 from grader.checks.dtypes import DTYPES
 from grader.checks.errors import error_finding
 from grader.checks.evidence import Evidence
-from grader.checks.findings import Finding, fail, first_failure, phrase
+from grader.checks.findings import Finding, fail, first_failure, phrase, returned
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
 from grader.labs.autograd import FILENAME, reference, reproduce
@@ -219,7 +219,7 @@ def _block_cases(measure: str) -> Selector:
 
 def _block_values(case: Case, obs: dict[str, Any]) -> Finding | None:
     if "value" not in obs:
-        return fail("block_not_tensor", got=obs.get("value_type", "?"))
+        return fail("block_not_tensor", got=returned(obs.get("value_type", "?")))
     value, x_grad, w_grad = reference.expected_block(case)
     findings = [_values(obs["value"], value, tensor="fixed_block(x, w)", case=case)]
     if not obs.get("backward_error"):
@@ -269,7 +269,8 @@ def _block_allocation(case: Case, obs: dict[str, Any]) -> Finding | None:
 def _result_tensor(function: str) -> Callable[[Case, dict[str, Any]], Finding | None]:
     def rule(case: Case, obs: dict[str, Any]) -> Finding | None:
         if "values" not in obs:
-            return fail("not_a_tensor", function=function, got=obs.get("result_type", "?"))
+            return fail("not_a_tensor", function=function,
+                        got=returned(obs.get("result_type", "?")))
         return None
 
     return rule

@@ -19,7 +19,15 @@ from grader.checks.core import (
 )
 from grader.checks.errors import error_finding
 from grader.checks.evidence import Evidence
-from grader.checks.findings import PASS, Finding, Phrase, fail, first_failure, phrase
+from grader.checks.findings import (
+    PASS,
+    Finding,
+    Phrase,
+    fail,
+    first_failure,
+    phrase,
+    returned,
+)
 from grader.checks.numerics import mismatch
 from grader.checks.tensors import same_values
 from grader.labs.base import CheckSpec, Lab, cached_by_content, signature_judge
@@ -71,7 +79,8 @@ def judge_identity(function: str) -> Callable[[Evidence], Finding]:
                 return problem
             if not observed["returned_is_x"]:
                 return fail("not_returned", function=function, where=_describe(case),
-                            got=observed["returned_type"], tensor=_first_arg(function))
+                            got=returned(observed["returned_type"]),
+                            tensor=_first_arg(function))
         return PASS
 
     return judge
@@ -252,7 +261,8 @@ def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
                 return problem
             if identity_judged and not observed["returned_is_x"]:
                 findings.append(fail("not_returned", function=function, where=_describe(case),
-                                     got=observed["returned_type"], tensor=_first_arg(function)))
+                                     got=returned(observed["returned_type"]),
+                                     tensor=_first_arg(function)))
                 continue
             if formula_wrong and observed["values"].shape == expected(case)[0].shape:
                 continue
@@ -263,10 +273,15 @@ def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
             found = mismatch(got, want)
             if found is None:
                 continue
-            tensor = f"{_first_arg(function)}._base" if through_base else _first_arg(function)
+            # The student passed a view: name it, and say the wrong values are its base's.
+            tensor = _first_arg(function)
+            seen: dict[str, Any] = {}
+            if through_base:
+                seen["in_base"] = phrase("in_base", tensor=tensor)
             if found["reason"] == "shape":
-                findings.append(fail("shape_mismatch", tensor=tensor, where=_describe(case),
-                                     expected=found["expected_shape"], got=found["actual_shape"]))
+                findings.append(fail("shape_mismatch", function=function, tensor=tensor,
+                                     where=_describe(case), expected=found["expected_shape"],
+                                     got=found["actual_shape"], **seen))
             elif (why := unwritten(case, observed)) is not None:
                 # The numbers may well be right: the caller's tensor never got them.
                 findings.append(fail("not_written", function=function,
@@ -274,7 +289,7 @@ def judge_values(function: str, group: str) -> Callable[[Evidence], Finding]:
                                      why=why))
             else:
                 findings.append(fail("values_mismatch", function=function, tensor=tensor,
-                                     where=_describe(case), **found))
+                                     where=_describe(case), **found, **seen))
         return first_failure(findings)
 
     return judge
