@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from grader.checks.core import every_case, judge_cases, values_close, version_advanced
+from grader.checks.errors import error_finding
 from grader.checks.findings import Finding, fail
 from grader.labs.base import CheckSpec, Lab, signature_judge
 from grader.labs.modules import FILENAME
@@ -127,16 +128,21 @@ def _optimizer_trains(case: Case, observed: dict[str, Any]) -> Finding | None:
 
 def _raises(case: Case, observed: dict[str, Any]) -> Finding | None:
     error, key = observed["error"], case["key"]
+    if error is not None and (error["type"] == "NotImplementedError" or "kept" not in observed):
+        return error_finding(error, function="load_state_", case_id=case["id"])
     if error is None:
         return fail("load_state_accepts", function="load_state_", key=key,
                     problem=case["problem"])
-    if "RuntimeError" not in error["bases"] or key not in error["message"]:
+    if "RuntimeError" not in (error["type"], *error["bases"]) or key not in error["message"]:
         return fail("load_state_error", function="load_state_", key=key,
                     error_type=error["type"], error=error["message"][:200])
     return None
 
 
 def _atomic(case: Case, observed: dict[str, Any]) -> Finding | None:
+    error = observed["error"]
+    if error is not None and (error["type"] == "NotImplementedError" or "kept" not in observed):
+        return error_finding(error, function="load_state_", case_id=case["id"])
     for key, kept, before, after in zip(MLP_KEYS, observed["kept"], observed["values_before"],
                                         observed["values_after"], strict=True):
         if not kept or before.shape != after.shape or not torch.equal(before, after):

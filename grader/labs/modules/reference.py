@@ -41,12 +41,13 @@ def batchnorm_statistics(case: Case) -> list[torch.Tensor]:
     running_mean, running_var, tracked = build_statistics(case, "cpu")
     norm = nn.BatchNorm1d(case["shape"][1], momentum=case.get("momentum", 0.1),
                           dtype=torch.float64)
+    buffers = dict(norm.named_buffers())  # tensors, where the attributes may be None
     with torch.no_grad():
-        norm.running_mean.copy_(running_mean)
-        norm.running_var.copy_(running_var)
-        norm.num_batches_tracked.copy_(tracked)
+        for name, start in zip(("running_mean", "running_var", "num_batches_tracked"),
+                               (running_mean, running_var, tracked), strict=True):
+            buffers[name].copy_(start)
         norm.train()
         for step in range(case["steps"]):
             norm(build_batch(case, step, "cpu").detach().to(torch.float64))
-    return [norm.running_mean.clone(), norm.running_var.clone(),
-            norm.num_batches_tracked.clone()]
+    return [buffers[name].clone() for name in ("running_mean", "running_var",
+                                               "num_batches_tracked")]
