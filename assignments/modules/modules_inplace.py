@@ -47,8 +47,7 @@ def tie_weights_(decoder: nn.Linear, embedding: nn.Embedding) -> nn.Linear:
     """Make `decoder.weight` the very Parameter of `embedding.weight`; return `decoder`.
 
     One optimizer step then updates both layers once, and `parameters()` of a model holding
-    both lists the weight once. The decoder's bias stays its own. The two weights must have
-    the same shape (`ValueError` otherwise).
+    both lists the weight once. The decoder's bias stays its own.
     """
     # YOUR CODE HERE
     raise NotImplementedError

@@ -68,13 +68,9 @@ def tie_weights_(decoder: nn.Linear, embedding: nn.Embedding) -> nn.Linear:
     """Make `decoder.weight` the very Parameter of `embedding.weight`; return `decoder`.
 
     One optimizer step then updates both layers once, and `parameters()` of a model holding
-    both lists the weight once. The decoder's bias stays its own. The two weights must have
-    the same shape (`ValueError` otherwise).
+    both lists the weight once. The decoder's bias stays its own.
     """
     ### BEGIN SOLUTION
-    if decoder.weight.shape != embedding.weight.shape:
-        raise ValueError(f"cannot tie a decoder weight of shape {tuple(decoder.weight.shape)} "
-                         f"to an embedding of shape {tuple(embedding.weight.shape)}")
     decoder.weight = embedding.weight  # nn.Module registers the same Parameter object
     return decoder
     ### END SOLUTION
