@@ -37,13 +37,14 @@ _state_dict = nn.Module.state_dict
 _named_parameters = nn.Module.named_parameters
 _parameters = nn.Module.parameters
 _ModuleDict = nn.ModuleDict
+_Parameter = nn.Parameter
 _SGD = SGD
 
 
 def warm_up() -> None:
     """Runs once in the zygote: an optimizer's first step imports what it needs (its compiler
     checks), so no child pays for it within its time limit."""
-    weight = nn.Parameter(torch.zeros(2))
+    weight = _Parameter(torch.zeros(2))
     weight.grad = torch.ones(2)
     _SGD([weight], lr=0.1).step()
 
