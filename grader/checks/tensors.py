@@ -30,12 +30,23 @@ _device = vars(_TensorBase)["device"].__get__
 # reported through an audit event to the child's hook, which tells the worker at once (a set
 # kept here could be emptied by the submission).
 SUBCLASS_EVENT = "inplace-grader.subclass"
-_audit, _type, _plain = sys.audit, type, torch.Tensor
+_audit, _type, _plain, _vars = sys.audit, type, torch.Tensor, vars
+# torch's own nn.Parameter is a subclass every model holds; it overrides nothing (its
+# __torch_function__ is torch's "disabled" one), so it is trusted while that stays so.
+_Parameter = torch.nn.Parameter
+_PARAMETER_HOOKS = {name: _vars(_Parameter).get(name)
+                    for name in ("__torch_function__", "__torch_dispatch__")}
+
+
+def _trusted_type(t: torch.Tensor) -> bool:
+    kind = _type(t)
+    return kind is _plain or (kind is _Parameter and all(
+        _vars(_Parameter).get(name) is hook for name, hook in _PARAMETER_HOOKS.items()))
 
 
 def state(t: torch.Tensor) -> dict[str, Any]:
     """Pointer, version and autograd status of `t`."""
-    if _type(t) is not _plain:
+    if not _trusted_type(t):
         _audit(SUBCLASS_EVENT, f"{_type(t).__module__}.{_type(t).__qualname__}")
     grad_fn = _grad_fn(t)
     return {

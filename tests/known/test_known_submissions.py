@@ -116,6 +116,8 @@ FOREIGN_WORDS = {
     "optim": [r"`x`", r"`t`", r"\bx\.", r"\brelu_", r"\bsoftmax_", r"\bleaf\."],
     "tensor_ops": [*OPTIM_WORDS, r"\bleaf\b", r"`t`"],
     "autograd": OPTIM_WORDS,
+    "modules": [r"p\.grad", r"\blr\b", r"alpha=-lr", r"`x`", r"\brelu_", r"\bsoftmax_",
+                r"\bleaf\."],
 }
 
 

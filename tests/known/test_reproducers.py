@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.labs import LAB_FILES
+from grader.labs import LAB_FILES, get_lab
 from grader.models import Report
 from tests.conftest import SharedSandboxes
 from tests.known.test_known_submissions import CASES, expected_failures, graded, on_one_worker
@@ -29,7 +29,9 @@ from tests.known.test_known_submissions import CASES, expected_failures, graded,
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = Path(__file__).with_name("reproducers_runner.py")
 MISTAKES = [path for path in CASES if expected_failures(path)]
-LABS = sorted({path.parent.name for path in MISTAKES})
+# The labs that write reproducers (Lab.reproducer; a lab without one shows none).
+LABS = sorted({path.parent.name for path in MISTAKES
+               if get_lab(path.parent.name).reproducer is not None})
 # Of the failed checks a student sees that hold a property of the code, the share with a
 # reproducer may not fall below this (bench/reproducers.py measures it: 94% to 99%).
 COVERAGE = 0.9

@@ -1,0 +1,66 @@
+"""Lab `modules` test submission (see the .toml beside this file)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+
+def load_state_(module: nn.Module, state_dict: Mapping[str, torch.Tensor]) -> nn.Module:
+    """No key checks: copies what it finds."""
+    own = module.state_dict(keep_vars=True)
+    with torch.no_grad():
+        for key, target in own.items():
+            target.copy_(state_dict[key])
+    return module
+
+
+def tie_weights_(decoder: nn.Linear, embedding: nn.Embedding) -> nn.Linear:
+    """Make `decoder.weight` the very Parameter of `embedding.weight`; return `decoder`.
+
+    One optimizer step then updates both layers once, and `parameters()` of a model holding
+    both lists the weight once. The decoder's bias stays its own.
+    """
+    decoder.weight = embedding.weight  # nn.Module registers the same Parameter object
+    return decoder
+
+
+def ema_update_model_(ema: nn.Module, model: nn.Module, decay: float) -> nn.Module:
+    """Move `ema` towards `model` in place; return `ema`.
+
+    Each floating-point parameter becomes `decay * ema + (1 - decay) * p`; each buffer is
+    copied (integer buffers such as `num_batches_tracked` are copied, never averaged). `model`
+    is left untouched; nothing as large as a parameter is allocated, and no autograd history
+    is recorded.
+    """
+    sources = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+    with torch.no_grad():
+        for name, target in ema.named_parameters():
+            target.lerp_(sources[name], 1.0 - decay)
+        for name, target in ema.named_buffers():
+            target.copy_(buffers[name])
+    return ema
+
+
+def batchnorm_update_(running_mean: torch.Tensor, running_var: torch.Tensor,
+                      num_batches_tracked: torch.Tensor, batch: torch.Tensor,
+                      momentum: float | None = 0.1) -> None:
+    """Update BatchNorm's running statistics in place from `batch`, as `nn.BatchNorm1d` does
+    in training mode.
+
+    `batch` is (N, C) or (N, C, L); the statistics are per channel C. `running_var` takes the
+    *unbiased* variance of the batch; `num_batches_tracked` counts the batch. With
+    `momentum=None` the statistics are the cumulative average over all batches so far
+    (factor `1 / num_batches_tracked`), else `momentum` is the factor. Returns None.
+    """
+    dims = [d for d in range(batch.dim()) if d != 1]
+    with torch.no_grad():
+        var, mean = torch.var_mean(batch, dim=dims, correction=1)
+        num_batches_tracked.add_(1)
+        factor = 1.0 / float(num_batches_tracked) if momentum is None else momentum
+        running_mean.lerp_(mean.to(running_mean.dtype), factor)
+        running_var.lerp_(var.to(running_var.dtype), factor)
