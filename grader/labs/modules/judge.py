@@ -14,7 +14,7 @@ import torch
 
 from grader.checks.core import every_case, judge_cases, values_close, version_advanced
 from grader.checks.errors import error_finding
-from grader.checks.findings import Finding, fail
+from grader.checks.findings import Finding, fail, phrase
 from grader.labs.base import CheckSpec, Lab, signature_judge
 from grader.labs.modules import FILENAME
 from grader.labs.modules.inputs import INTEGER_KEYS, MLP_KEYS, MLP_PARAMETERS, Case
@@ -38,7 +38,7 @@ def _returns(function: str, key: str, name: str) -> Rule:
     def rule(case: Case, observed: dict[str, Any]) -> Finding | None:
         if not observed[key]:
             return fail("not_returned", function=function, tensor=name, where=case["id"],
-                        got="another object")
+                        got=phrase("another_object"))
         return None
 
     return rule
