@@ -29,6 +29,9 @@ MLP_PARAMETERS = ("0.weight", "0.bias", "1.weight", "1.bias", "2.weight", "2.bia
 INTEGER_KEYS = ("1.num_batches_tracked",)
 # The learning rate of the optimizer a probe builds on a module before load_state_.
 LR = 0.5
+# The width of the model whose update is metered: its weight (WIDE x WIDE) is far over the
+# allocation budget (a tenth of its bytes plus 4 KiB), the mlp's are under it.
+WIDE = 96
 
 
 def draw(shape: list[int], seed: int, dtype: str, device: str) -> torch.Tensor:
@@ -57,6 +60,15 @@ def build_mlp(seed: int, dtype: str, device: str) -> nn.Sequential:
     with torch.no_grad():
         for key, value in mlp_values(seed, dtype, device).items():
             own[key].copy_(value)
+    return model
+
+
+def build_wide(seed: int, width: int, dtype: str, device: str) -> nn.Linear:
+    """Linear(width, width) with drawn values: the model an allocation case updates."""
+    model = nn.Linear(width, width).to(device=device, dtype=DTYPES[dtype])
+    with torch.no_grad():
+        model.weight.copy_(draw([width, width], seed, dtype, device))
+        model.bias.copy_(draw([width], seed + 1, dtype, device))
     return model
 
 

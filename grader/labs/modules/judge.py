@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from grader.checks.allocation import judge_allocations
 from grader.checks.core import every_case, judge_cases, values_close, version_advanced
 from grader.checks.errors import error_finding
 from grader.checks.findings import Finding, fail, phrase
@@ -24,6 +25,14 @@ from grader.labs.modules.reference import averaged, batchnorm_statistics, loaded
 
 Rule = Callable[[Case, dict[str, Any]], Finding | None]
 STATISTICS = ("running_mean", "running_var", "num_batches_tracked")
+
+
+def state_case(case: Case) -> bool:
+    return "measure" not in case
+
+
+def metered(case: Case) -> bool:
+    return case.get("measure") == "allocation"
 
 
 def loads(case: Case) -> bool:
@@ -179,6 +188,12 @@ def _embedding_kept(case: Case, observed: dict[str, Any]) -> Finding | None:
 
 # --- ema_update_model_, batchnorm_update_ ------------------------------------------------------
 
+def _ema_allocation(case: Case, observed: dict[str, Any]) -> Finding | None:
+    found = judge_allocations({**observed, "host_peak_bytes": 0}, function="ema_update_model_",
+                              tensor="weight", where=case["id"])
+    return None if found.passed else found
+
+
 def _source_untouched(case: Case, observed: dict[str, Any]) -> Finding | None:
     if not observed["source_untouched"]:
         return fail("input_modified", function="ema_update_model_", tensor="model",
@@ -258,13 +273,19 @@ CHECKS = (
     _check(TIE, "keeps_embedding", "side_effect", _embedding_kept),
     _signature(EMA),
     _check(EMA, "returns_ema", "identity", _returns(EMA, "returned_is_ema", "ema"),
+           select=state_case, shown_by=_AVERAGED),
+    _check(EMA, "keeps_objects", "identity", _kept(EMA), select=state_case,
            shown_by=_AVERAGED),
-    _check(EMA, "keeps_objects", "identity", _kept(EMA), shown_by=_AVERAGED),
-    _check(EMA, "same_memory", "storage", _same_memory(EMA), shown_by=_AVERAGED),
-    _check(EMA, "version_advances", "version", _versions(EMA)),
-    _check(EMA, "values", "numerics", _values(EMA, averaged)),
-    _check(EMA, "model_untouched", "side_effect", _source_untouched, shown_by=_AVERAGED),
-    _check(EMA, "no_history", "autograd", _no_history(EMA), shown_by=_AVERAGED),
+    _check(EMA, "same_memory", "storage", _same_memory(EMA), select=state_case,
+           shown_by=_AVERAGED),
+    _check(EMA, "version_advances", "version", _versions(EMA), select=state_case),
+    _check(EMA, "values", "numerics", _values(EMA, averaged), select=state_case),
+    _check(EMA, "model_untouched", "side_effect", _source_untouched, select=state_case,
+           shown_by=_AVERAGED),
+    _check(EMA, "no_history", "autograd", _no_history(EMA), select=state_case,
+           shown_by=_AVERAGED),
+    _check(EMA, "no_full_size_temporary", "allocation", _ema_allocation, select=metered,
+           shown_by=_AVERAGED),
     _signature(NORM),
     _check(NORM, "returns_none", "identity", _returns_none, shown_by=_NORMED),
     _check(NORM, "same_memory", "storage", _statistics_memory, shown_by=_NORMED),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from grader.labs.modules.inputs import Case
+from grader.labs.modules.inputs import WIDE, Case
 
 # The lab's functions, in the order students meet them: the one statement of them (the
 # probes' FUNCTIONS and the judge's Lab.functions are this tuple).
@@ -39,6 +39,8 @@ def _lab_cases(function: str) -> tuple[Case, ...]:
             {"id": "decay_0.9", "dtype": "float32", "decay": 0.9, "seed": 30},
             {"id": "decay_0.999", "dtype": "float64", "decay": 0.999, "seed": 31},
             {"id": "decay_0", "dtype": "float32", "decay": 0.0, "seed": 32},
+            {"id": "allocation", "dtype": "float32", "decay": 0.9, "seed": 33,
+             "measure": "allocation", "width": WIDE},
         )
     return (  # batchnorm_update_
         {"id": "default_momentum", "dtype": "float32", "shape": [8, 5], "steps": 3, "seed": 40},

@@ -16,6 +16,7 @@ from torch import nn
 from torch.optim import SGD
 
 from grader.checks import tensors
+from grader.checks.allocation import AllocationTracker, warm_up_meters
 from grader.checks.api import describe_module
 from grader.labs.modules.inputs import (
     LR,
@@ -25,6 +26,7 @@ from grader.labs.modules.inputs import (
     build_state,
     build_statistics,
     build_tied_pair,
+    build_wide,
 )
 from grader.labs.modules.inputs import witnessed as witnessed
 from grader.labs.modules.plan import FUNCTIONS as FUNCTIONS
@@ -47,6 +49,7 @@ def warm_up() -> None:
     weight = _Parameter(torch.zeros(2))
     weight.grad = torch.ones(2)
     _SGD([weight], lr=0.1).step()
+    warm_up_meters()
 
 
 def describe_api(module: ModuleType) -> dict[str, Any]:
@@ -132,6 +135,8 @@ def probe_tie_weights(tie_weights_: Any, case: Case, device: str) -> dict[str, A
 # --- ema_update_model_ -----------------------------------------------------------------------
 
 def probe_ema(ema_update_model_: Any, case: Case, device: str) -> dict[str, Any]:
+    if case.get("measure") == "allocation":
+        return _ema_allocations(ema_update_model_, case, device)
     ema = build_mlp(case["seed"], case["dtype"], device)
     model = build_mlp(case["seed"] + 500, case["dtype"], device)
     held = list(_entries(ema).items())
@@ -147,6 +152,19 @@ def probe_ema(ema_update_model_: Any, case: Case, device: str) -> dict[str, Any]
                 a is b and tensors.same_values(a, v) and tensors.state(a)["version"] == n
                 for a, b, v, n in zip(now, source, source_values, source_versions,
                                       strict=True))}
+
+
+def _ema_allocations(ema_update_model_: Any, case: Case, device: str) -> dict[str, Any]:
+    """What the dispatch tracker saw allocated during one update of a wide model."""
+    width = case["width"]
+    ema = build_wide(case["seed"], width, case["dtype"], device)
+    model = build_wide(case["seed"] + 500, width, case["dtype"], device)
+    held = [*_entries(ema).values(), *_entries(model).values()]
+    with AllocationTracker(held) as tracker:
+        _, error = call_student(ema_update_model_, ema, model, case["decay"])
+    weight = _entries(ema)["weight"]
+    return {"error": error, "allocations": tracker.events, "numel": width * width,
+            "nbytes": width * width * weight.element_size()}
 
 
 # --- batchnorm_update_ -----------------------------------------------------------------------

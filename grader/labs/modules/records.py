@@ -11,6 +11,7 @@ from typing_extensions import NotRequired, TypedDict
 from grader.labs.modules.inputs import MLP_KEYS, MLP_SHAPES
 from grader.labs.records import (
     STRICT,
+    AllocationEvent,
     CaseType,
     ErrorRecord,
     Failed,
@@ -57,6 +58,14 @@ class EmaRecord(TypedDict):
 
 
 @with_config(STRICT)
+class EmaAllocationRecord(TypedDict):
+    error: ErrorRecord | None
+    allocations: list[AllocationEvent]
+    numel: int
+    nbytes: int
+
+
+@with_config(STRICT)
 class BatchnormRecord(TypedDict):
     error: ErrorRecord | None
     returned_none: bool
@@ -69,6 +78,7 @@ _TYPES: dict[str, TypeAdapter[Any]] = {
     "load_state_": TypeAdapter(Failed | LoadStateRecord),
     "tie_weights_": TypeAdapter(Failed | TieRecord),
     "ema_update_model_": TypeAdapter(Failed | EmaRecord),
+    "ema_update_model_.allocation": TypeAdapter(Failed | EmaAllocationRecord),
     "batchnorm_update_": TypeAdapter(Failed | BatchnormRecord),
 }
 _INTEGER = {"1.num_batches_tracked"}
@@ -87,6 +97,10 @@ def _mlp_fits(record: dict[str, Any], case: dict[str, Any]) -> str | None:
 def record_type(function: str, case: dict[str, Any]) -> CaseType:
     """The type of the record `function`'s probe writes for `case`, with what the case fixes
     of it: the mlp's entries (load_state_, ema_update_model_), the three statistics."""
+    if case.get("measure") == "allocation":
+        numel = case["width"] ** 2
+        return CaseType(_TYPES[f"{function}.allocation"], lambda record: None
+                        if record["numel"] == numel else f"numel: the case's is {numel}")
     adapter = _TYPES[function]
     if function in ("load_state_", "ema_update_model_"):
         return CaseType(adapter, lambda record: _mlp_fits(record, case))
