@@ -133,7 +133,9 @@ def _source(root: Path | None) -> Path | metadata.Distribution:
 
 # What a build of the project reads: its metadata files and the two package folders.
 BUILD_INPUTS = ("pyproject.toml", "setup.py", "setup.cfg", "MANIFEST.in", "README.md",
-                "LICENSE", "grader", "solutions")
+                "grader", "solutions")
+# The files setuptools ships as license files by default.
+LICENSE_FILES = ("LICEN[CS]E*", "COPYING*", "NOTICE*", "AUTHORS*")
 
 
 def _snapshot(project: Path, target: Path) -> Path:
@@ -141,13 +143,19 @@ def _snapshot(project: Path, target: Path) -> Path:
     and egg-info), so two builds of one checkout at once (two instructors, two test workers)
     would write over each other, and a read-only course copy could not be built at all."""
     target.mkdir(parents=True)
-    for name in BUILD_INPUTS:
-        found = project / name
-        if found.is_dir():
-            shutil.copytree(found, target / name, symlinks=False,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        elif found.is_file():
-            shutil.copy2(found, target / name)
+    names = [*BUILD_INPUTS, *(path.name for pattern in LICENSE_FILES
+                              for path in project.glob(pattern))]
+    try:
+        for name in dict.fromkeys(names):
+            found = project / name
+            if found.is_dir():
+                shutil.copytree(found, target / name, symlinks=False,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            elif found.is_file():
+                shutil.copy2(found, target / name)
+    except (OSError, shutil.Error) as exc:
+        raise DistributionError(f"{project}: cannot copy the project to build it "
+                                f"({exc})") from None
     return target
 
 

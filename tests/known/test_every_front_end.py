@@ -13,6 +13,7 @@ import csv
 import json
 import shutil
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 import jsonschema
@@ -45,10 +46,10 @@ def schema(name: str) -> dict:
     return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
 
 
-def _formatted(path: Path, lab: str, output_format: str) -> str:
+def _formatted(path: Path, lab: str, output_format: str, *, right: bool) -> str:
     ran = grader_cli("check", str(path), "--lab", lab, "--device", "cpu", "--format",
                      output_format, "--lang", "en")
-    assert ran.returncode in (0, 1), ran.stderr[-2000:]
+    assert ran.returncode == (0 if right else 1), ran.stderr[-2000:]
     return ran.stdout
 
 
@@ -71,16 +72,21 @@ def _github_points(text: str) -> tuple[float, float]:
 @pytest.mark.parametrize("lab", LABS)
 def test_each_report_format_gives_the_solution_full_marks_and_the_mistake_less(lab: str
                                                                               ) -> None:
+    full = full_marks(lab)
     for path, right in ((solution(lab), True), (mistake(lab), False)):
-        gradescope = json.loads(_formatted(path, lab, "gradescope"))
+        gradescope = json.loads(_formatted(path, lab, "gradescope", right=right))
         jsonschema.validate(gradescope, schema("gradescope_results"))
-        total = sum(test.get("max_score", 0) for test in gradescope["tests"])
-        assert (gradescope["score"] == total > 0) is right, (path.name, gradescope["score"])
-        classroom = json.loads(_formatted(path, lab, "classroom50"))
+        assert sum(test.get("max_score", 0) for test in gradescope["tests"]) == full
+        assert (gradescope["score"] == full) is right, (path.name, gradescope["score"])
+        classroom = json.loads(_formatted(path, lab, "classroom50", right=right))
         jsonschema.validate(classroom, schema("classroom50_result"))
-        assert (_junit_failures(_formatted(path, lab, "junit")) == 0) is right, path.name
-        earned, possible = _github_points(_formatted(path, lab, "github-classroom"))
-        assert (earned == possible > 0) is right, (path.name, earned, possible)
+        assert classroom["max-score"] > 0
+        assert (classroom["score"] == classroom["max-score"]) is right, path.name
+        failures = _junit_failures(_formatted(path, lab, "junit", right=right))
+        assert (failures == 0) is right, path.name
+        earned, possible = _github_points(_formatted(path, lab, "github-classroom",
+                                                     right=right))
+        assert possible > 0 and (earned == possible) is right, (path.name, earned, possible)
 
 
 @pytest.mark.slow
@@ -100,7 +106,8 @@ def test_a_class_of_each_lab_is_graded_with_its_report_page(lab: str, tmp_path: 
     assert scores["right"] == full_marks(lab) > scores["wrong"] > scores["stub"] == 0
     with (out / "gradebook.csv").open() as handle:
         assert {row["student"] for row in csv.DictReader(handle)} == {"right", "stub", "wrong"}
-    assert lab in (out / "report.html").read_text()
+    page = (out / "report.html").read_text()
+    assert all(f">{student}<" in page for student in ("right", "stub", "wrong")), "a row is missing"
 
 
 @pytest.mark.slow
@@ -118,7 +125,13 @@ def test_each_builder_writes_its_lab(lab: str, tmp_path: Path) -> None:
     for target, command in commands.items():
         ran = grader_cli(*command, "-o", str(tmp_path / target))
         assert ran.returncode == 0, (command, ran.stderr[-2000:])
-        assert (tmp_path / target).exists(), command
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as archive:
+        assert any(lab in archive.read(name).decode(errors="replace")
+                   for name in archive.namelist() if not name.endswith(".whl"))
+    for folder in ("classroom", "prairielearn", "source"):
+        written = "\n".join(p.read_text(errors="replace") for p in (tmp_path / folder).rglob("*")
+                            if p.is_file() and p.suffix != ".whl")
+        assert lab in written, folder
 
 
 @pytest.mark.slow
@@ -131,8 +144,10 @@ def test_the_notebook_kernel_grades_each_function_of_each_lab(
     from grader.platforms.nbgrader import kernel
 
     monkeypatch.setattr(kernel, "_input_history", lambda: [solution(lab).read_text()])
+    points = get_lab(lab).rubric().points
     for function in get_lab(lab).functions:
-        assert kernel.grade_function(lab, function, lang="en") > 0, function
+        own = sum(value for check, value in points.items() if check.startswith(f"{function}."))
+        assert kernel.grade_function(lab, function, lang="en") == own, function
     assert "not implemented" not in capsys.readouterr().out
 
 

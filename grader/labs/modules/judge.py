@@ -22,6 +22,7 @@ from grader.labs.modules.inputs import INTEGER_KEYS, MLP_KEYS, MLP_PARAMETERS, C
 from grader.labs.modules.plan import FUNCTIONS, SIGNATURES, lab_cases
 from grader.labs.modules.records import record_type
 from grader.labs.modules.reference import averaged, batchnorm_statistics, loaded
+from grader.labs.reproducers import itemsize
 
 Rule = Callable[[Case, dict[str, Any]], Finding | None]
 STATISTICS = ("running_mean", "running_var", "num_batches_tracked")
@@ -189,8 +190,10 @@ def _embedding_kept(case: Case, observed: dict[str, Any]) -> Finding | None:
 # --- ema_update_model_, batchnorm_update_ ------------------------------------------------------
 
 def _ema_allocation(case: Case, observed: dict[str, Any]) -> Finding | None:
-    found = judge_allocations({**observed, "host_peak_bytes": 0}, function="ema_update_model_",
-                              tensor="weight", where=case["id"])
+    # The budget from the case, not from the weight the call left (a float64 one doubles it).
+    nbytes = case["width"] ** 2 * itemsize(case["dtype"])
+    found = judge_allocations({**observed, "nbytes": nbytes, "host_peak_bytes": 0},
+                              function="ema_update_model_", tensor="weight", where=case["id"])
     return None if found.passed else found
 
 
@@ -268,9 +271,11 @@ CHECKS = (
     _check(TIE, "returns_decoder", "identity", _returns(TIE, "returned_is_decoder", "decoder"),
            shown_by=("tie_weights_.same_parameter",)),
     _check(TIE, "same_parameter", "identity", _tied),
-    _check(TIE, "listed_once", "identity", _listed_once),
+    _check(TIE, "listed_once", "identity", _listed_once,
+           shown_by=("tie_weights_.same_parameter",)),
     _check(TIE, "keeps_bias", "identity", _bias_kept, shown_by=("tie_weights_.same_parameter",)),
-    _check(TIE, "keeps_embedding", "side_effect", _embedding_kept),
+    _check(TIE, "keeps_embedding", "side_effect", _embedding_kept,
+           shown_by=("tie_weights_.same_parameter",)),
     _signature(EMA),
     _check(EMA, "returns_ema", "identity", _returns(EMA, "returned_is_ema", "ema"),
            select=state_case, shown_by=_AVERAGED),

@@ -40,6 +40,7 @@ _named_parameters = nn.Module.named_parameters
 _parameters = nn.Module.parameters
 _ModuleDict = nn.ModuleDict
 _Parameter = nn.Parameter
+_ones_like = torch.ones_like
 _SGD = SGD
 
 
@@ -102,7 +103,7 @@ def _optimizer_trains(model: nn.Module, optimizer: SGD) -> bool:
     start = {name: tensors.values(p) for name, p in now.items()}
     for group in optimizer.param_groups:
         for p in group["params"]:
-            p.grad = torch.ones_like(p)
+            p.grad = _ones_like(p)
     optimizer.step()
     return all(not tensors.same_values(tensors.values(p), start[name])
                for name, p in now.items())
