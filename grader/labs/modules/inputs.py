@@ -74,8 +74,10 @@ def build_wide(seed: int, width: int, dtype: str, device: str) -> nn.Linear:
 
 def build_state(case: Case, device: str) -> dict[str, torch.Tensor]:
     """The state dict load_state_ is given: an mlp's values from another seed, in
-    `source_dtype`, with the case's `problem` (a key missing, one too many, a wrong shape)."""
-    state = mlp_values(case["seed"] + 50, case["source_dtype"], device)
+    `source_dtype` (on `source_device` where the case names one), with the case's `problem`
+    (a key missing, one too many, a wrong shape)."""
+    state = mlp_values(case["seed"] + 50, case["source_dtype"],
+                       case.get("source_device", device))
     problem, key = case.get("problem"), case.get("key", "")
     if problem == "missing":
         del state[key]

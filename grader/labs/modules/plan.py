@@ -22,6 +22,9 @@ def _lab_cases(function: str) -> tuple[Case, ...]:
             {"id": "same_dtype", "dtype": "float32", "source_dtype": "float32", "seed": 10},
             {"id": "float64", "dtype": "float64", "source_dtype": "float64", "seed": 11},
             {"id": "cast", "dtype": "float32", "source_dtype": "float64", "seed": 12},
+            # A checkpoint read on the CPU, loaded into a module on the device graded.
+            {"id": "from_cpu", "dtype": "float32", "source_dtype": "float32", "seed": 16,
+             "source_device": "cpu"},
             {"id": "missing_key", "dtype": "float32", "source_dtype": "float32", "seed": 13,
              "problem": "missing", "key": "0.bias"},
             {"id": "unexpected_key", "dtype": "float32", "source_dtype": "float32",
