@@ -23,6 +23,15 @@ _clone = _TensorBase.clone
 _to = _TensorBase.to
 _is_cpu = vars(_TensorBase)["is_cpu"].__get__
 _device = vars(_TensorBase)["device"].__get__
+# What `same_values` compares with: the C methods and torch.equal as they were at import, so
+# a submission that patches `Tensor.__eq__`, `torch.isnan` or `torch.equal` cannot make a
+# changed tensor read as untouched.
+_shape = vars(_TensorBase)["shape"].__get__
+_dtype = vars(_TensorBase)["dtype"].__get__
+_eq, _isnan = _TensorBase.eq, _TensorBase.isnan
+_logical_or, _logical_and, _all = _TensorBase.logical_or, _TensorBase.logical_and, _TensorBase.all
+_is_floating_point, _item = _TensorBase.is_floating_point, _TensorBase.item
+_equal = torch.equal
 
 
 # A subclass can answer clone/detach through __torch_function__ with values its memory does not
@@ -54,8 +63,8 @@ def state(t: torch.Tensor) -> dict[str, Any]:
         "version": _version(t),
         "is_leaf": _is_leaf(t),
         "requires_grad": _requires_grad(t),
-        "grad_fn": type(grad_fn).__name__ if grad_fn is not None else None,
-        "exact_type": type(t) is torch.Tensor,
+        "grad_fn": _type(grad_fn).__name__ if grad_fn is not None else None,
+        "exact_type": _type(t) is _plain,
     }
 
 
@@ -68,10 +77,12 @@ def values(t: torch.Tensor) -> torch.Tensor:
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Bitwise-equal values, NaN equal to NaN (a tensor "left untouched"). Compared where
     they are, without copies: comparing reads, it never writes either tensor."""
-    if a.shape != b.shape or a.dtype != b.dtype:
+    if tuple(_shape(a)) != tuple(_shape(b)) or _dtype(a) != _dtype(b):
         return False
     a, b = _detach(a), _detach(b)
     if _device(a) != _device(b):
         a, b = _to(a, "cpu"), _to(b, "cpu")
-    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all()) if a.is_floating_point() \
-        else bool(torch.equal(a, b))
+    if not _is_floating_point(a):
+        return bool(_equal(a, b))
+    equal = _logical_or(_eq(a, b), _logical_and(_isnan(a), _isnan(b)))
+    return bool(_item(_all(equal)))
