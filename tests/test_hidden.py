@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -305,3 +306,51 @@ def test_hidden_cases_travel_in_a_private_file_not_in_the_job(tmp_path: Path) ->
     assert task.cases == [] and str(seed) not in job and "large_lr" not in job
     assert Path(task.cases_path).stat().st_mode & 0o777 == 0o600
     assert str(seed) in Path(task.cases_path).read_text()
+
+
+class HiddenImportsAnother:
+    """A sandbox whose hidden job imports `other` instead of the submission: the import that
+    misbehaves only in the hidden cases' own child, as code that reads the clock could."""
+
+    def __init__(self, sandbox: Any, other: Path) -> None:
+        self.sandbox, self.other = sandbox, other
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sandbox, name)
+
+    def run_job(self, *, tasks: list[Any], submission: Path, **kwargs: Any) -> Any:
+        private = any(task.private for task in tasks)
+        return self.sandbox.run_job(tasks=tasks, submission=self.other if private
+                                    else submission, **kwargs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("top_level", "said"), [
+    ("while True:\n    pass\n", "did not finish importing within 2 s"),
+    ("while True:\n    print('x' * 4096)\n", "printed more than 1 MiB"),
+])
+def test_a_hang_or_a_flood_at_the_hidden_import_is_told_as_the_imports(
+        sandboxes: SharedSandboxes, tmp_path: Path, top_level: str, said: str) -> None:
+    """Each hidden row says what the import did, not that its function timed out or raised
+    OSError; the visible rows are untouched."""
+    hidden = load_hidden_file(EXAMPLES["optim"])
+    solution = ROOT / "solutions" / "optim" / "optimizer.py"
+    other = tmp_path / "other.py"
+    other.write_text(solution.read_text() + "\n" + top_level)
+    sandbox = sandboxes("optim")
+    target = sandbox.new_submission_file(other.read_text())
+    limits = Limits(timeout_s=2, file_size_bytes=1024**2)
+    try:
+        report = check_submission(solution, lab="optim", sandbox=HiddenImportsAnother(
+            sandbox, target), options=CheckOptions(device="cpu", hidden=hidden, limits=limits))
+    finally:
+        sandbox.discard(target)
+    hidden_rows = [c for c in report.checks if c.id.endswith(".runtime@hidden")]
+    assert len(hidden_rows) == len({case.function for case in hidden.cases})
+    assert all(c.status == "failed" for c in hidden_rows), [(c.id, c.status, c.message)
+                                                              for c in hidden_rows]
+    assert all(said in c.message and "import" in c.message and "top level" in c.hint
+               for c in hidden_rows), [
+        (c.message, c.hint) for c in hidden_rows]
+    assert all(c.status == "passed" for c in report.checks
+               if "@" not in c.id and c.status != "skipped")

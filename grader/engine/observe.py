@@ -8,7 +8,7 @@ from grader.checks.findings import Finding, fail
 from grader.engine.context import GradingContext
 from grader.engine.outcomes import limit_mib, printed_too_much, task_problem
 from grader.import_failure import INTEGRITY_KEYS
-from grader.models import add_phases
+from grader.models import Limits, add_phases
 from grader.sandbox import JobResult, Sandbox, TaskSpec
 from grader.submission import Submission
 
@@ -40,6 +40,22 @@ class Observed:
         return summed
 
 
+def import_problem(job: JobResult, submission: Submission, limits: Limits, *,
+                   who: str) -> Finding | None:
+    """Why a job's import of the submission left nothing to judge, or None: a hang told as a
+    hang at import, printing past the limit as output (issue 30). `who` is named where the
+    finding names a function (an integrity event, a crash)."""
+    outcome = job.outcome
+    problem = task_problem(outcome.api_status, outcome.api_signal, outcome.api_exit_code,
+                           job.api, who, limits, submission, integrity=outcome.api_integrity,
+                           detail=outcome.api_detail, importing=True)
+    if problem is not None and problem.key not in INTEGRITY_KEYS \
+            and printed_too_much(job.log_bytes, limits):
+        return fail("import_output_limit", filename=submission.path.name,
+                    limit=limit_mib(limits))
+    return problem
+
+
 def observe(sandbox: Sandbox, context: GradingContext, submission: Submission) -> Observed:
     """The lab's cases run in one job; hidden cases, where there are any, in a second job
     after it, so that no child running visible cases holds a hidden case (or could put one
@@ -52,15 +68,7 @@ def observe(sandbox: Sandbox, context: GradingContext, submission: Submission) -
         job = sandbox.run_job(lab=lab.name, submission=target, tasks=visible, limits=limits,
                               search_path=submission.search_path,
                               forbidden_package=lab.forbidden_package)
-        outcome = job.outcome
-        problem = task_problem(outcome.api_status, outcome.api_signal, outcome.api_exit_code,
-                               job.api, submission.path.name, limits, submission,
-                               integrity=outcome.api_integrity, detail=outcome.api_detail,
-                               importing=True)
-        if problem is not None and problem.key not in INTEGRITY_KEYS \
-                and printed_too_much(job.log_bytes, limits):
-            problem = fail("import_output_limit", filename=submission.path.name,
-                           limit=limit_mib(limits))
+        problem = import_problem(job, submission, limits, who=submission.path.name)
         if secret and problem is None:
             hidden_job = sandbox.run_job(lab=lab.name, submission=target, tasks=secret,
                                          limits=limits, search_path=submission.search_path)

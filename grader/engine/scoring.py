@@ -18,8 +18,8 @@ from typing import Any
 from grader.checks.evidence import Evidence
 from grader.checks.findings import CheckName, Finding, Phrase, fail
 from grader.engine.context import GradingContext
-from grader.engine.observe import Observed
-from grader.engine.outcomes import Ran, ran_tasks, task_problem
+from grader.engine.observe import Observed, import_problem
+from grader.engine.outcomes import Ran, ran_tasks
 from grader.engine.rubric import ALL_PARTS, enabled, points, unit_points_split
 from grader.hidden import (
     HiddenPlan,
@@ -168,10 +168,9 @@ def hidden_ran(context: GradingContext, submission: Submission, observed: Observ
         return None
     hidden_job = observed.hidden_job
     assert hidden_job is not None  # it ran: the visible import succeeded
-    outcome, limits = hidden_job.outcome, context.options.limits
-    hidden_import = task_problem(outcome.api_status, outcome.api_signal, outcome.api_exit_code,
-                                 hidden_job.api, function, limits, submission,
-                                 integrity=outcome.api_integrity, detail=outcome.api_detail)
+    limits = context.options.limits
+    # Its own child imports the file again: a hang or a flood there is told as the import's.
+    hidden_import = import_problem(hidden_job, submission, limits, who=function)
     if hidden_import is not None:
         return [Ran(r.device, hidden_import, {}, hidden_job.log) for r in ran]
     return ran_tasks(context.lab, hidden_job, observed.secret, function, limits, submission)

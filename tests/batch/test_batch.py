@@ -129,6 +129,25 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     assert '<html lang="ko">' in (out / "report.html").read_text()
 
 
+def test_printing_past_the_output_limit_in_a_class_is_told_as_output(tmp_path: Path) -> None:
+    """`grade`'s route of the output limit (issue 30): the student's row and feedback say what
+    was printed, never that the function raised OSError; only that function pays."""
+    subs = tmp_path / "subs"
+    copy("zero_grad_prints_past_the_output_limit", subs / "gil.py")
+    copy("reference_copy", subs / "alice.py")
+    check = CheckOptions(device="cpu", lang="en",
+                         limits=Limits(timeout_s=20, file_size_bytes=1024**2))
+    out = tmp_path / "out"
+    grade_class(subs, options=BatchOptions(lab="optim", out=out, workers=2, check=check))
+    book = rows(out)
+    assert book["gil"]["status"] == book["alice"]["status"] == "graded"
+    assert book["gil"]["zero_grad (score)"] == "0"
+    assert book["gil"]["sgd_step (score)"] == book["gil"]["sgd_step (max)"]
+    feedback = (out / "feedback" / "gil.txt").read_text()
+    assert "zero_grad: your program printed more than 1 MiB (the limit)" in feedback
+    assert "OSError" not in feedback and "File too large" not in feedback
+
+
 @pytest.mark.slow
 def test_an_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
     subs = tmp_path / "subs"

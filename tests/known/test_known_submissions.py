@@ -17,12 +17,18 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
+import grader.engine.api as engine_api
 from grader.engine import CheckOptions, check_submission
+from grader.engine.context import GradingContext
+from grader.engine.observe import Observed, observe
 from grader.labs import LAB_FILES, get_lab
 from grader.models import CheckResult, Report
+from grader.sandbox import Sandbox
+from grader.submission import Submission
 from tests.conftest import ROOT, SharedSandboxes
 
 if sys.version_info >= (3, 11):
@@ -52,16 +58,26 @@ def expected_failures(path: Path) -> set[tuple[str, str]]:
     return {(function, kind) for function, kind in expectation(path)["fails"]}
 
 
-_REPORTS: dict[Path, Report] = {}
+_REPORTS: dict[tuple[Path, str], Report] = {}
+_OBSERVED: dict[Path, Observed] = {}
 
 
-def graded(path: Path, sandboxes: SharedSandboxes) -> Report:
-    """Each file graded once, in its lab's shared sandbox (as `grade` grades a class)."""
-    if path not in _REPORTS:
-        lab = path.parent.name
-        _REPORTS[path] = check_submission(path, lab=lab, options=CheckOptions(device="cpu"),
-                                          sandbox=sandboxes(lab))
-    return _REPORTS[path]
+def graded(path: Path, sandboxes: SharedSandboxes, lang: str = "en") -> Report:
+    """Each file graded once per language, in its lab's shared sandbox (as `grade` grades a
+    class). The sandbox runs each file once: what it observed does not depend on the language
+    the report is worded in, so the Korean report judges and words the same observation."""
+    if (path, lang) not in _REPORTS:
+        def observe_once(sandbox: Sandbox, context: GradingContext,
+                         submission: Submission) -> Observed:
+            if path not in _OBSERVED:
+                _OBSERVED[path] = observe(sandbox, context, submission)
+            return _OBSERVED[path]
+
+        with mock.patch.object(engine_api, "observe", observe_once):
+            _REPORTS[path, lang] = check_submission(
+                path, lab=path.parent.name, options=CheckOptions(device="cpu", lang=lang),
+                sandbox=sandboxes(path.parent.name))
+    return _REPORTS[path, lang]
 
 
 @pytest.mark.parametrize("path", [
@@ -218,18 +234,6 @@ def english_left(text: str, names: set[str]) -> list[str]:
             and not re.search("[a-z][A-Z]", word)]
 
 
-_KO_REPORTS: dict[Path, Report] = {}
-
-
-def graded_in_korean(path: Path, sandboxes: SharedSandboxes) -> Report:
-    """Each file graded once in Korean (as `graded`, with `lang="ko"`)."""
-    if path not in _KO_REPORTS:
-        lab = path.parent.name
-        _KO_REPORTS[path] = check_submission(
-            path, lab=lab, options=CheckOptions(device="cpu", lang="ko"), sandbox=sandboxes(lab))
-    return _KO_REPORTS[path]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("lab", [pytest.param(lab, marks=on_one_worker(lab)) for lab in LABS])
 def test_korean_feedback_has_no_english_left(lab: str, sandboxes: SharedSandboxes) -> None:
@@ -237,7 +241,10 @@ def test_korean_feedback_has_no_english_left(lab: str, sandboxes: SharedSandboxe
     mistake is Korean but for code, names and the text of an exception torch raised."""
     found = []
     for path in (p for p in CASES if p.parent.name == lab and expected_failures(p)):
-        report = graded_in_korean(path, sandboxes)
+        report = graded(path, sandboxes, lang="ko")
+        english = graded(path, sandboxes)
+        assert [(c.id, c.device, c.status, c.score) for c in report.checks] == [
+            (c.id, c.device, c.status, c.score) for c in english.checks], path.stem
         names = {part for check in report.checks for part in check.function.split(".")}
         for check in report.checks:
             if check.status != "failed":

@@ -430,3 +430,21 @@ def test_a_notebook_test_cell_prints_each_visible_reproducer() -> None:
                                     failed_row("sgd_step.values", reproducer="assert 0\n",
                                          hidden=True)), lang="en")
     assert "assert False" in text and "assert 0" not in text
+
+
+@pytest.mark.slow
+def test_a_test_cell_tells_printing_past_the_output_limit_as_output(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The kernel's route of the output limit (issue 30): zero_grad's test cell says what was
+    printed, with the limit; the next function's cell is not charged for it."""
+    from grader.platforms.nbgrader import kernel
+
+    flood = ROOT / "tests" / "submissions" / "optim" / "zero_grad_prints_past_the_output_limit.py"
+    monkeypatch.setattr(kernel, "_input_history", lambda: [flood.read_text()])
+    assert kernel.grade_function("optim", "zero_grad", lang="en") == 0
+    said = capsys.readouterr().out
+    assert "zero_grad: your program printed more than 64 MiB (the limit)" in said
+    assert "OSError" not in said and "File too large" not in said
+    points = get_lab("optim").rubric().points
+    own = sum(value for check, value in points.items() if check.startswith("sgd_step."))
+    assert kernel.grade_function("optim", "sgd_step", lang="en") == own
