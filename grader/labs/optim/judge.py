@@ -393,10 +393,32 @@ def _trajectory_rule(cls: str) -> Rule:
                 if found is not None:
                     return Finding(False, "trajectory_mismatch",
                                    {**found.params, "cls": cls, "step": step + 1,
-                                    "config": _config_text(case["config"])})
+                                    "config": _config_text(case["config"]),
+                                    "rule": _update_rule(cls, case)})
         return None
 
     return rule
+
+
+def _update_rule(cls: str, case: Case) -> Any:
+    """The update rule of the options `case` turns on, as code (the trajectory hint): a
+    drift with momentum is told how the buffer starts and goes on, one with weight decay
+    how it enters, an edge value (`trajectory.boundaries.*`) how an option is tested."""
+    config = case["config"]
+    edges = "rule_edges" if cls == "SGD" else "rule_edges_adam"
+    parts = [edges] if case["id"].startswith("trajectory.boundaries") else []
+    if cls == "SGD":
+        parts += [key for key, on in (("rule_sgd_maximize", config.get("maximize")),
+                                      ("rule_weight_decay", config.get("weight_decay")),
+                                      ("rule_sgd_momentum", config.get("momentum")),
+                                      ("rule_sgd_nesterov", config.get("nesterov"))) if on]
+        if not parts:
+            parts.append("rule_sgd_plain")
+    else:
+        parts += ["rule_weight_decay"] if config.get("weight_decay") else []
+        parts.append("rule_adam")
+    return phrase(f"rules_{len(parts)}",
+                  **{f"r{index}": phrase(key) for index, key in enumerate(parts, 1)})
 
 
 def judge_trajectory(cls: str, name: str) -> Callable[[Evidence], Finding]:
