@@ -17,7 +17,7 @@ from grader.checks.core import every_case, judge_cases, values_close, version_ad
 from grader.checks.errors import error_finding
 from grader.checks.findings import Finding, fail, phrase
 from grader.labs.base import CheckSpec, Lab, signature_judge
-from grader.labs.modules import FILENAME
+from grader.labs.modules import FILENAME, reproduce
 from grader.labs.modules.inputs import INTEGER_KEYS, MLP_KEYS, MLP_PARAMETERS, Case
 from grader.labs.modules.plan import FUNCTIONS, SIGNATURES, lab_cases
 from grader.labs.modules.records import record_type
@@ -310,4 +310,5 @@ LAB = Lab(
     forbidden_package="",
     rubric_path=Path(__file__).with_name("rubric.toml"),
     record_type=record_type,
+    reproducer=reproduce.reproducer,
 )
