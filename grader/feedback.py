@@ -117,15 +117,17 @@ def word(finding: Finding, lang: str, *, lab: str = "") -> Wording:
 
     Shared messages are written with the finding's own names (`{tensor}`); a lab may word
     any part of one its own way (`[labs.optim.storage_replaced]`: the optimizer lab's hints
-    speak of `p.grad` and `lr`, which no other lab has), and a function its own hint
-    (`[hints] "softmax_.values_mismatch"`)."""
+    speak of `p.grad` and `lr`, which no other lab has), a function its own hint
+    (`[hints] "softmax_.values_mismatch"`), and an exception type its own
+    (`[hints] "import_error.SystemExit"`: what fixes a file that exits as it imports)."""
     words = catalog(lang)
     entry = words["messages"].get(finding.key)
     if entry is None:
         return Wording(finding.key, "", "", "")
     entry = {**entry, **words.get("labs", {}).get(lab, {}).get(finding.key, {})}
-    hint = words.get("hints", {}).get(f"{finding.params.get('function')}.{finding.key}",
-                                      entry["hint"])
+    hints = words.get("hints", {})
+    hint = hints.get(f"{finding.params.get('function')}.{finding.key}") or hints.get(
+        f"{finding.key}.{finding.params.get('error_type')}", entry["hint"])
     return Wording(*(fill(text, finding.params, lang)
                      for text in (entry["summary"], entry["expected"], entry["got"], hint)))
 
