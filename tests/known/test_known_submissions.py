@@ -14,6 +14,7 @@ An empty `fails` is a correct alternative idiom: it must get full marks.
 
 from __future__ import annotations
 
+import copy
 import re
 import sys
 from pathlib import Path
@@ -65,13 +66,14 @@ _OBSERVED: dict[Path, Observed] = {}
 def graded(path: Path, sandboxes: SharedSandboxes, lang: str = "en") -> Report:
     """Each file graded once per language, in its lab's shared sandbox (as `grade` grades a
     class). The sandbox runs each file once: what it observed does not depend on the language
-    the report is worded in, so the Korean report judges and words the same observation."""
+    the report is worded in, so the Korean report judges and words the same observation (a
+    copy each time: judging puts what the grading process measured into the records)."""
     if (path, lang) not in _REPORTS:
         def observe_once(sandbox: Sandbox, context: GradingContext,
                          submission: Submission) -> Observed:
             if path not in _OBSERVED:
                 _OBSERVED[path] = observe(sandbox, context, submission)
-            return _OBSERVED[path]
+            return copy.deepcopy(_OBSERVED[path])
 
         with mock.patch.object(engine_api, "observe", observe_once):
             _REPORTS[path, lang] = check_submission(
