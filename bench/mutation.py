@@ -6,9 +6,9 @@ A mutant changes one place inside a solution region (between `### BEGIN SOLUTION
 about: in place made out of place and back, writes detoured through `.data`, history kept or
 dropped (`no_grad` removed), guards removed or turned, constants and operators changed, a new
 tensor returned, an exception type changed, a copy turned into an alias, a statement deleted,
-arguments swapped, a boolean operator turned. A mutant is *caught* when its report fails at
-least one check; one that earns full marks *survives*. A survivor is
-either a gap in the grader or an *equivalent* mutant (it behaves as the solution does wherever
+arguments swapped, a boolean operator turned. A mutant is graded by the checks of the
+functions it can change (`affected`), and is *caught* when its report fails at least one;
+one that earns full marks *survives*. A survivor is either a gap in the grader or an *equivalent* mutant (it behaves as the solution does wherever
 the lab's contract says anything): those are listed, each with its reason, in
 bench/equivalent_mutants.toml, and tests/known/test_mutation.py holds every listed one to full
 marks.
@@ -378,13 +378,34 @@ def equivalents() -> dict[str, dict[str, str]]:
         return {lab: dict(entries) for lab, entries in tomllib.load(handle).items()}
 
 
+def affected(mutant: Mutant) -> tuple[str, ...]:
+    """The lab functions a mutant can change: the one whose definition holds the changed line
+    and every lab function whose code names it (SGD calls zero_grad); () for all of them where
+    the line is outside any lab function (a helper every function may call). The others run
+    the solution's own code, so grading them could only pass."""
+    from grader.labs import lab_functions
+
+    names = lab_functions(mutant.lab)
+    tree = ast.parse((ROOT / "solutions" / mutant.lab / LABS[mutant.lab]).read_text())
+    tops = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    holder = next((node for node in tops
+                   if node.lineno <= mutant.line <= (node.end_lineno or node.lineno)), None)
+    if holder is None or holder.name not in names:
+        return ()
+    callers = {node.name for node in tops if node.name in names and any(
+        isinstance(inner, ast.Name) and inner.id == holder.name for inner in ast.walk(node))}
+    return tuple(sorted({holder.name} | callers))
+
+
 def grade(mutant: Mutant, sandbox: object, folder: Path) -> tuple[float, float, list[str]]:
-    """(score, max score, ids of the failed checks) of the mutant, graded on the CPU."""
+    """(score, max score, ids of the failed checks) of the mutant, graded on the CPU by the
+    checks of the functions it can change (`affected`)."""
     from grader.engine import CheckOptions, check_submission
 
     path = folder / LABS[mutant.lab]
     path.write_text(mutant.source)
-    report = check_submission(path, lab=mutant.lab, options=CheckOptions(device="cpu"),
+    options = CheckOptions(device="cpu", functions=affected(mutant))
+    report = check_submission(path, lab=mutant.lab, options=options,
                               sandbox=sandbox)  # type: ignore[arg-type]
     return report.score, report.max_score, [c.id for c in report.checks
                                             if c.status == "failed"]

@@ -25,6 +25,9 @@ class CheckOptions:
     # What the static integrity scan's findings do: "flag" (listed for the instructor, a
     # neutral line for the student) or "fail" (the functions that reach them fail).
     integrity: str = "flag"
+    # Grade only these of the lab's functions (empty: all of them): a change confined to one
+    # function is graded by its checks alone (bench/mutation.py grades a mutant so).
+    functions: tuple[str, ...] = ()
 
 
 def resolve_devices(choice: str) -> tuple[list[str], list[str]]:
@@ -59,9 +62,11 @@ class GradingContext:
         """The context for grading `lab` with `options` (imports the lab: torch)."""
         lab_obj = get_lab(lab)
         devices, skipped = resolve_devices(options.device)
-        return cls(lab_obj, effective_rubric(lab_obj, options.rubric_override),
-                   hidden_plan(lab_obj, options.hidden), tuple(devices), tuple(skipped),
-                   options)
+        rubric = effective_rubric(lab_obj, options.rubric_override)
+        plan = hidden_plan(lab_obj, options.hidden)
+        if options.functions:
+            lab_obj = lab_obj.only(options.functions)
+        return cls(lab_obj, rubric, plan, tuple(devices), tuple(skipped), options)
 
     @property
     def lang(self) -> str:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
 from grader.checks.evidence import Case, Evidence
 from grader.checks.findings import Finding, Phrase
+from grader.errors import UsageError
 from grader.labs.reproducers import Reproducer
 from grader.models import CheckKind, Rubric
 
@@ -112,6 +113,17 @@ class Lab:
 
     def rubric(self) -> Rubric:
         return load_rubric(self.rubric_path)
+
+    def only(self, functions: tuple[str, ...]) -> Lab:
+        """This lab narrowed to `functions` (in the lab's order) and their checks: what grading
+        one function needs (a mutant of one function, bench/mutation.py). UsageError for a name
+        the lab does not have."""
+        unknown = [name for name in functions if name not in self.functions]
+        if unknown:
+            raise UsageError(f"lab {self.name} has no function {unknown[0]!r} "
+                             f"(it has {', '.join(self.functions)})")
+        return replace(self, functions=tuple(f for f in self.functions if f in functions),
+                       checks=tuple(c for c in self.checks if c.function in functions))
 
     def checks_for(self, function: str) -> list[CheckSpec]:
         return [c for c in self.checks if c.function == function]

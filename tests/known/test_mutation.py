@@ -87,3 +87,27 @@ def test_every_non_equivalent_mutant_is_caught(lab_sandbox: tuple[str, Sandbox, 
         if score >= full:
             survivors.append(mutant.id)
     assert survivors == []
+
+
+def test_a_mutant_is_graded_by_the_function_it_changes_and_its_callers() -> None:
+    """The optimizers call the student's zero_grad: a mutant of zero_grad is graded by all
+    three; one of sgd_step, which nothing calls, by sgd_step's checks alone."""
+    source = (ROOT / "solutions" / "optim" / mutation.LABS["optim"]).read_text()
+    by_holder: dict[str, set[tuple[str, ...]]] = {}
+    for mutant in mutation.mutants("optim"):
+        chosen = mutation.affected(mutant)
+        assert chosen, mutant.id  # every solution region is inside a lab function
+        holder = next(name for name in chosen if _defines(source, name, mutant.line))
+        by_holder.setdefault(holder, set()).add(chosen)
+    assert by_holder["zero_grad"] == {("Adam", "SGD", "zero_grad")}
+    assert by_holder["sgd_step"] == {("sgd_step",)}
+    assert by_holder["Adam"] == {("Adam",)}
+
+
+def _defines(source: str, name: str, line: int) -> bool:
+    """Whether `line` lies inside the top-level definition of `name`."""
+    import ast
+
+    return any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name
+               and node.lineno <= line <= (node.end_lineno or node.lineno)
+               for node in ast.parse(source).body)
