@@ -8,10 +8,10 @@ dropped (`no_grad` removed), guards removed or turned, constants and operators c
 tensor returned, an exception type changed, a copy turned into an alias, a statement deleted,
 arguments swapped, a boolean operator turned. A mutant is graded by the checks of the
 functions it can change (`affected`), and is *caught* when its report fails at least one;
-one that earns full marks *survives*. A survivor is either a gap in the grader or an *equivalent* mutant (it behaves as the solution does wherever
-the lab's contract says anything): those are listed, each with its reason, in
-bench/equivalent_mutants.toml, and tests/known/test_mutation.py holds every listed one to full
-marks.
+one that earns full marks *survives*. A survivor is either a gap in the grader or an
+*equivalent* mutant (it behaves as the solution does wherever the lab's contract says
+anything): those are listed, each with its reason, in bench/equivalent_mutants.toml, and
+tests/known/test_mutation.py holds every listed one to full marks.
 
 Prints, per lab and per operator, caught / total and caught / non-equivalent, then every
 survivor that is not listed as equivalent. Usage:
