@@ -255,6 +255,46 @@ def shared_check_sandboxes(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSan
     monkeypatch.setattr(grader.engine.api, "Sandbox", lending(sandboxes))
 
 
+@pytest.fixture
+def shared_cluster_sandboxes(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSandboxes
+                             ) -> None:
+    """The workers of a `local` cluster (threads of this process, batch/cluster.py's
+    `WorkerSandboxes`) borrow their sandboxes, with the batch preload, as local workers do."""
+    import grader.batch.cluster
+
+    monkeypatch.setattr(grader.batch.cluster, "Sandbox", lending(sandboxes))
+
+
+@pytest.fixture(scope="session")
+def _built_wheels() -> dict[Path | None, Path]:
+    return {}
+
+
+@pytest.fixture
+def wheel_built_once(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
+                     _built_wheels: dict[Path | None, Path]) -> None:
+    """The builders' `grader_wheel` builds this checkout's wheel once for the run and copies
+    it where each builder asks: it is the same wheel for every lab (tests/test_distribution.py
+    tests the build itself)."""
+    import shutil
+
+    import grader.distribution
+    import grader.platforms.classroom50.autograder as classroom50
+    import grader.platforms.gradescope.autograder as gradescope
+
+    build = grader.distribution.grader_wheel
+    built = _built_wheels
+
+    def once(out_dir: Path, root: Path | None) -> Path:
+        if root not in built:
+            built[root] = build(tmp_path_factory.mktemp("wheel"), root)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy(built[root], out_dir / built[root].name))
+
+    for module in (grader.distribution, classroom50, gradescope):
+        monkeypatch.setattr(module, "grader_wheel", once)
+
+
 @pytest.fixture(scope="session")
 def sandboxes() -> Iterator[SharedSandboxes]:
     """`sandboxes("optim")`: the run's shared sandbox of a lab (see SharedSandboxes)."""

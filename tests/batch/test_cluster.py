@@ -81,6 +81,7 @@ def verdicts(out: Path) -> dict[str, list[tuple[str, str, str, float, str]]]:
                              for c in report.checks] for report in load_reports(out)}
 
 
+@pytest.mark.usefixtures("shared_cluster_sandboxes")
 def test_a_local_cluster_grades_the_class_as_a_local_grade_does(tmp_path: Path) -> None:
     subs = a_class(tmp_path / "subs")
     # Names a folding would merge, a malformed notebook, a link to a classmate: one row each.

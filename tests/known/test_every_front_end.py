@@ -15,6 +15,7 @@ import shutil
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -23,6 +24,7 @@ from grader.batch import BatchOptions, grade_class
 from grader.engine import CheckOptions
 from grader.grades import load_reports
 from grader.labs import LAB_FILES
+from grader.models import Report
 from tests.conftest import ROOT, full_marks, grader_cli
 from tests.known.test_known_submissions import CASES, expected_failures
 
@@ -70,8 +72,22 @@ def _github_points(text: str) -> tuple[float, float]:
 @pytest.mark.slow
 @pytest.mark.usefixtures("shared_check_sandboxes")
 @pytest.mark.parametrize("lab", LABS)
-def test_each_report_format_gives_the_solution_full_marks_and_the_mistake_less(lab: str
-                                                                              ) -> None:
+def test_each_report_format_gives_the_solution_full_marks_and_the_mistake_less(
+        lab: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file is graded once and its report written in every format (a format is how a
+    report is written, not how it is graded)."""
+    import grader.engine
+
+    grade = grader.engine.check_submission
+    graded: dict[tuple[str, str], Report] = {}
+
+    def once(path: Path, **kwargs: Any) -> Report:
+        key = (str(path), repr(kwargs.get("options")))
+        if key not in graded:
+            graded[key] = grade(path, **kwargs)
+        return graded[key]
+
+    monkeypatch.setattr(grader.engine, "check_submission", once)
     full = full_marks(lab)
     for path, right in ((solution(lab), True), (mistake(lab), False)):
         gradescope = json.loads(_formatted(path, lab, "gradescope", right=right))
@@ -87,6 +103,7 @@ def test_each_report_format_gives_the_solution_full_marks_and_the_mistake_less(l
         earned, possible = _github_points(_formatted(path, lab, "github-classroom",
                                                      right=right))
         assert possible > 0 and (earned == possible) is right, (path.name, earned, possible)
+    assert len(graded) == 2
 
 
 @pytest.mark.slow
@@ -111,6 +128,7 @@ def test_a_class_of_each_lab_is_graded_with_its_report_page(lab: str, tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("wheel_built_once")
 @pytest.mark.parametrize("lab", LABS)
 def test_each_builder_writes_its_lab(lab: str, tmp_path: Path) -> None:
     """Gradescope's zip, Classroom 50's and PrairieLearn's graders, nbgrader's source notebook,
@@ -152,7 +170,7 @@ def test_the_notebook_kernel_grades_each_function_of_each_lab(
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("shared_batch_workers")  # the local run's; the cluster starts its own
+@pytest.mark.usefixtures("shared_batch_workers", "shared_cluster_sandboxes")
 @pytest.mark.parametrize("lab", LABS)
 def test_a_class_of_each_lab_is_graded_on_a_cluster_as_here(lab: str, tmp_path: Path) -> None:
     """`grade --cluster local:1` (Dask's workers in this process) gives each lab's class the
