@@ -162,7 +162,7 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_grading(tmp_p
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.cli_subprocess
+@pytest.mark.usefixtures("shared_batch_workers")
 def test_a_rerun_with_another_rubric_is_refused_unless_forced(tmp_path: Path) -> None:
     from grader.engine.rubric import rubric_in_force, rubric_key
 
@@ -177,19 +177,19 @@ def test_a_rerun_with_another_rubric_is_refused_unless_forced(tmp_path: Path) ->
     rubric.write_text('[weights]\n"sgd_step.same_storage" = 3\n')
     args = ["grade", str(tmp_path / "class"), "--lab", "optim", "--out", str(out),
             "--rubric", str(rubric), "--device", "cpu"]
-    result = _run(args)
+    result = _cli(args)
     assert result.returncode == 2
     assert result.stderr.strip() == (
         f"inplace-grader: error: {out}: its reports were graded with another rubric, which "
         "this run would replace; pass the same --rubric FILE, or --force to regrade with this "
         "one")
     assert json.loads((out / "reports" / "alice.json").read_text()) == graded
-    forced = _run([*args, "--force"])
+    forced = _cli([*args, "--force"])
     assert forced.returncode == 0, forced.stderr
     report = json.loads((out / "reports" / "alice.json").read_text())
     assert report["rubric_key"] == rubric_key(rubric_in_force(
         "optim", RubricOverride(weights={"sgd_step.same_storage": 3})))
-    assert _run(args).returncode == 0  # the same rubric again: nothing to refuse
+    assert _cli(args).returncode == 0  # the same rubric again: nothing to refuse
 
 
 def test_a_rerun_that_would_drop_the_hidden_results_is_refused(tmp_path: Path) -> None:

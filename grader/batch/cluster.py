@@ -318,8 +318,11 @@ class ClusterExecutor:
             try:
                 yield from _graded(client, self.address, run, students, options, result)
             finally:
-                with contextlib.suppress(Exception):  # a lost scheduler: its workers are gone
-                    client.unregister_worker_plugin(plugin.name)
+                # A lost scheduler took its plugins with it: asking would wait out the
+                # client's timeout after the run had already said so.
+                if client.status == "running":
+                    with contextlib.suppress(Exception):
+                        client.unregister_worker_plugin(plugin.name)
 
 
 def _graded(client: distributed.Client, address: str, run: str, students: list[Found],

@@ -202,18 +202,16 @@ def test_the_grade_command_end_to_end(tmp_path: Path) -> None:
     assert "most failed checks" in run.stdout  # two students failed them
     full = f"{full_marks('optim'):g}"
     assert f"alice: graded, {full}/{full}" in run.stderr.splitlines()  # -v: a line per student
-    quiet = subprocess.run([sys.executable, "-m", "grader", "grade", str(subs), "--lab",
-                            "optim", "-o", str(tmp_path / "out"), "--device", "cpu", "-q"],
-                           capture_output=True, text=True, timeout=300)
+    # The same command again, in this process (conftest.grader_cli): what it prints.
+    quiet = grader_cli("grade", str(subs), "--lab", "optim", "-o", str(tmp_path / "out"),
+                       "--device", "cpu", "-q")
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     (line,) = quiet.stdout.splitlines()  # -q: the closing line only
     assert line.startswith("3 students: 3 graded, 0 did not import, 0 not gradable (3 of them "
                            "reused")
     empty = tmp_path / "empty"
     empty.mkdir()
-    run = subprocess.run([sys.executable, "-m", "grader", "grade", str(empty), "--lab", "optim",
-                          "--out", str(tmp_path / "out2")], capture_output=True, text=True,
-                         timeout=300)
+    run = grader_cli("grade", str(empty), "--lab", "optim", "--out", str(tmp_path / "out2"))
     assert run.returncode == 2 and "no submissions found" in run.stderr
 
 
