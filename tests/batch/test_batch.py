@@ -91,10 +91,9 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     (subs / "erin.py").write_bytes(b"\xff\xfe\x00 not utf-8")
     copy("reference_copy", subs / "fay.py")
     source = (subs / "fay.py").read_text()
-    loop = "    while True:\n        pass\n"
-    start = "    for p in params:\n        if p.grad is None:\n            continue\n"
-    (subs / "fay.py").write_text(source.replace(start + "        if set_to_none:",
-                                                loop + start + "        if set_to_none:", 1))
+    head = "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n"
+    assert head in source
+    (subs / "fay.py").write_text(source.replace(head, head + "    while True:\n        pass\n", 1))
     out = tmp_path / "out"
     result = grade_class(subs, options=options(out, timeout=3))
     book = rows(out)
@@ -109,9 +108,10 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     maxima = {f: book["alice"][f"{f} (max)"] for f in ("zero_grad", "sgd_step", "SGD", "Adam")}
     for student in ("carol", "dan", "erin"):
         assert {f: book[student][f"{f} (max)"] for f in maxima} == maxima, student
-    # The hang costs zero_grad (and the classes that call it) only.
-    assert book["fay"]["zero_grad (score)"] == "0"
-    assert book["fay"]["sgd_step (score)"] == book["fay"]["sgd_step (max)"]
+    # The hang costs sgd_step only (tests/sandbox: a hang in zero_grad costs its callers too).
+    assert book["fay"]["sgd_step (score)"] == "0"
+    assert book["fay"]["zero_grad (score)"] == book["fay"]["zero_grad (max)"]
+    assert book["fay"]["Adam (score)"] == book["fay"]["Adam (max)"]
     assert result.graded == 4 and len(result.errors) == 2
     assert (out / "feedback" / "bob.txt").read_text().count("✗") >= 1
     assert "kept" not in (out / "summary.txt").read_text()

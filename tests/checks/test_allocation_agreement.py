@@ -185,6 +185,9 @@ IDS = [f"{p.parent.name}/{p.stem}" for p in SUBMISSIONS]
 
 
 @pytest.mark.slow  # every known submission's calls measured twice: a whole-product suite
+# On one xdist worker: the same code's measurements are kept there (_MEASURED), and the
+# profiler starts once.
+@pytest.mark.xdist_group("allocation-agreement")
 @pytest.mark.parametrize("path", SUBMISSIONS, ids=IDS)
 def test_tracker_and_profiler_agree(path: Path) -> None:
     module = _load(path)

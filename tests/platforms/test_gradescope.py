@@ -39,7 +39,7 @@ cli = grader_cli
 def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("build") / "autograder.zip"
     result = cli("gradescope", "build", "--lab", "optim", "--hidden", str(HIDDEN),
-                 "--timeout", "5", "-o", str(out))
+                 "--timeout", "3", "-o", str(out))
     assert result.returncode == 0, result.stderr
     return out
 
@@ -148,7 +148,7 @@ def test_a_timeout_costs_that_function_and_is_said(autograder: Path, tmp_path: P
     runtime = {t["extra_data"]["id"]: t for t in scored(results)
                if t["tags"] == ["sgd_step", "runtime"]}
     assert set(runtime) == {"sgd_step.runtime", "sgd_step.runtime@hidden"}
-    assert "5 s" in runtime["sgd_step.runtime"]["output"]
+    assert "3 s" in runtime["sgd_step.runtime"]["output"]
     # The hidden cases' points sit in a row students see only once published.
     assert runtime["sgd_step.runtime"].get("visibility", "visible") == "visible"
     assert runtime["sgd_step.runtime@hidden"]["visibility"] == "after_published"

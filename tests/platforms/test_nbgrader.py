@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -289,12 +290,27 @@ def student_notebook(release: nbformat.NotebookNode, answers: dict[str, str]
     return notebook
 
 
-@pytest.mark.slow
-def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path,
-                                                   sandboxes: SharedSandboxes) -> None:
-    from nbgrader.api import Gradebook
+# A cell a student adds to the notebook: every later test cell calls this instead, and a test
+# cell whose value is None gets all its points from nbgrader.
+CHEAT = "import grader.notebook\ngrader.notebook.grade_function = lambda *args, **kwargs: None\n"
 
-    course = tmp_path / "course"
+
+@dataclass(frozen=True)
+class Course:
+    """An nbgrader course of lab optim (hidden cases included) whose class nbgrader has
+    autograded: alice with the reference, bob with a buggy sgd_step, carol with a crash in
+    zero_grad and Adam left as the stub, and the cheater, the stubs with a cell that makes
+    every later test cell give nbgrader its points."""
+
+    root: Path
+    source: Path
+    release: nbformat.NotebookNode
+    hidden: HiddenFile
+    students: tuple[str, ...]
+
+
+def autograde_a_class(course: Path) -> Course:
+    """The course above, through nbgrader's own generate_assignment and autograde."""
     hidden = load_hidden_file(HIDDEN["optim"])
     source = write_source_notebook("optim", solutions_root=SOLUTIONS, hidden=hidden,
                                    out=course / "source" / ASSIGNMENT)
@@ -303,14 +319,6 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path,
         f"c.CourseDirectory.root = {str(course)!r}\n"
         "c.ExecutePreprocessor.timeout = 180  # seconds per cell; the first starts a sandbox\n")
     nbgrader(course, "generate_assignment", ASSIGNMENT)
-
-    released = (course / "release" / ASSIGNMENT / source.name).read_text()
-    assert "p.add_(p.grad, alpha=-lr)" not in released  # no solution code
-    assert "raise NotImplementedError" in released
-    for secret in ("BEGIN HIDDEN TESTS", "large_lr", "momentum_float64", "[[case]]"):
-        assert secret not in released
-
-    # Students fill the solution cells: alice with the reference, bob with a buggy sgd_step.
     source_cells = by_grade_id(nbformat.read(str(source), as_version=4))
     reference = {grade_id: strip_markers(cell.source) for grade_id, cell in source_cells.items()
                  if meta(cell)["solution"]}
@@ -322,16 +330,39 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path,
     crash = ("def zero_grad(params, set_to_none=False):\n    import os\n\n"
              "    os._exit(3)  # ends the process that grades it\n")
     stubs = {meta(c)["grade_id"]: c.source for c in release.cells if meta(c).get("solution")}
-    # carol: a crash in zero_grad, and Adam left as the stub (an untouched cell scores 0).
-    students = {"alice": reference, "bob": {**reference, "sgd_step_solution": buggy_sgd},
-                "carol": {**reference, "zero_grad_solution": crash,
-                          "Adam_solution": stubs["Adam_solution"]}}
-    for student, answers in students.items():
+    notebooks = {
+        "alice": student_notebook(release, reference),
+        "bob": student_notebook(release, {**reference, "sgd_step_solution": buggy_sgd}),
+        "carol": student_notebook(release, {**reference, "zero_grad_solution": crash,
+                                            "Adam_solution": stubs["Adam_solution"]}),
+        "cheater": student_notebook(release, stubs),
+    }
+    notebooks["cheater"].cells.insert(2, nbformat.v4.new_code_cell(CHEAT))
+    for student, notebook in notebooks.items():
         folder = course / "submitted" / student / ASSIGNMENT
         folder.mkdir(parents=True)
-        nbformat.write(student_notebook(release, answers), str(folder / source.name))
-
+        nbformat.write(notebook, str(folder / source.name))
     nbgrader(course, "autograde", ASSIGNMENT, "--create")
+    return Course(course, source, release, hidden, tuple(notebooks))
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("nbgrader-course")  # the course is autograded once (conftest.py)
+def test_nbgrader_autograde_gives_the_grader_points(autograded_course: Course,
+                                                   sandboxes: SharedSandboxes) -> None:
+    from nbgrader.api import Gradebook
+
+    course, source, release = autograded_course.root, autograded_course.source, \
+        autograded_course.release
+    hidden = autograded_course.hidden
+    released = (course / "release" / ASSIGNMENT / source.name).read_text()
+    assert "p.add_(p.grad, alpha=-lr)" not in released  # no solution code
+    assert "raise NotImplementedError" in released
+    for secret in ("BEGIN HIDDEN TESTS", "large_lr", "momentum_float64", "[[case]]"):
+        assert secret not in released
+    source_cells = by_grade_id(nbformat.read(str(source), as_version=4))
+    # The cheater's recorded points are not the grader's: tests/platforms/test_nbgrader_verify.py.
+    students = [student for student in autograded_course.students if student != "cheater"]
 
     # What the grader itself says of each submitted notebook, hidden cases included.
     functions = get_lab("optim").functions
@@ -394,17 +425,18 @@ def test_nbgrader_autograde_gives_the_grader_points(tmp_path: Path,
     secrets = secrets_of(hidden)
     solution = solution_lines(nbformat.read(str(source), as_version=4), release)
     assert {"for p in params:", "bias_correction1 = 1 - beta1**step"} <= solution
-    for student in students:
+    for student in autograded_course.students:
         autograded = nbformat.read(str(course / "autograded" / student / ASSIGNMENT
                                        / source.name), as_version=4)
         outputs = json.dumps([c.get("outputs", []) for c in autograded.cells],
                              ensure_ascii=False)
         page = (course / "feedback" / student / ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
         page = html.unescape(re.sub(r"<[^>]+>", "", page))  # the text a student reads
-        assert "points shown" in page and "hidden checks" in page  # the test cells' feedback
+        if student != "cheater":  # whose cell stops every test cell's feedback
+            assert "points shown" in page and "hidden checks" in page  # the cells' feedback
         assert not leaked(outputs, secrets | solution), student
         assert not leaked(page, secrets), student
-        if student == "dave":  # the stubs: any solution line on the page is a leak
+        if student == "cheater":  # the stubs: any solution line on the page is a leak
             assert not leaked(page, solution)
 
 

@@ -13,24 +13,17 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import main
-from grader.hidden import load_hidden_file
 from grader.platforms.nbgrader.source import write_source_notebook
 from grader.platforms.nbgrader.verify import notebook_submission, verify_assignment
-from grader.stubs import strip_markers
 from tests.platforms.test_nbgrader import (
     ASSIGNMENT,
-    HIDDEN,
+    CHEAT,
     NOTEBOOK,
     SOLUTIONS,
+    Course,
     by_grade_id,
     meta,
-    nbgrader,
-    student_notebook,
 )
-
-# A cell a student adds to the notebook: every later test cell calls this instead, and a test
-# cell whose value is None gets all its points from nbgrader.
-CHEAT = "import grader.notebook\ngrader.notebook.grade_function = lambda *args, **kwargs: None\n"
 
 
 def verify(*args: str):
@@ -100,28 +93,12 @@ def test_the_regrade_runs_what_autograde_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_verify_names_the_student_whose_kernel_lied_to_nbgrader(tmp_path: Path) -> None:
-    course = tmp_path / "course"
-    hidden = load_hidden_file(HIDDEN["optim"])
-    source = write_source_notebook("optim", solutions_root=SOLUTIONS, hidden=hidden,
-                                   out=course / "source" / ASSIGNMENT)
-    (course / "nbgrader_config.py").write_text(
-        "c = get_config()\n"
-        f"c.CourseDirectory.root = {str(course)!r}\n"
-        "c.ExecutePreprocessor.timeout = 180\n")
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
-    release = nbformat.read(str(course / "release" / ASSIGNMENT / source.name), as_version=4)
-    reference = {grade_id: strip_markers(cell.source) for grade_id, cell in by_grade_id(
-        nbformat.read(str(source), as_version=4)).items() if meta(cell)["solution"]}
-    honest = student_notebook(release, reference)
-    cheater = student_notebook(release, {meta(c)["grade_id"]: c.source for c in release.cells
-                                         if meta(c).get("solution")})  # the stubs
-    cheater.cells.insert(2, nbformat.v4.new_code_cell(CHEAT))
-    for student, notebook in (("honest", honest), ("cheater", cheater)):
-        folder = course / "submitted" / student / ASSIGNMENT
-        folder.mkdir(parents=True)
-        nbformat.write(notebook, str(folder / source.name))
-    nbgrader(course, "autograde", ASSIGNMENT, "--create")
+@pytest.mark.xdist_group("nbgrader-course")  # the course is autograded once (conftest.py)
+def test_verify_names_the_student_whose_kernel_lied_to_nbgrader(autograded_course: Course
+                                                                ) -> None:
+    """The cheater's notebook made nbgrader record every point; the others are recorded as
+    the grader grades them (alice, bob, and carol, whose zero_grad crashed)."""
+    course, release = autograded_course.root, autograded_course.release
     gradebook = course / "gradebook.db"
     before = hashlib.sha256(gradebook.read_bytes()).hexdigest()
 
@@ -132,9 +109,9 @@ def test_verify_names_the_student_whose_kernel_lied_to_nbgrader(tmp_path: Path) 
                                         r"[1-9][0-9.]*, regraded 0;", lines[0]), result.output
     for function in ("sgd_step", "SGD", "Adam"):
         assert f"test_{function} recorded " in lines[0]
-    assert "2 students regraded; 1 differs" in summary
+    assert "4 students regraded; 1 differs" in summary
 
-    only_honest = verify(str(course), ASSIGNMENT, "--student", "honest")
+    only_honest = verify(str(course), ASSIGNMENT, "--student", "alice")
     assert only_honest.exit_code == 0, only_honest.output
     assert only_honest.output.splitlines() == [
         "ps1: 1 student regraded; the points nbgrader recorded match"]
