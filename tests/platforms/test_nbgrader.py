@@ -361,15 +361,16 @@ def test_nbgrader_autograde_gives_the_grader_points(autograded_course: Course,
     for secret in ("BEGIN HIDDEN TESTS", "large_lr", "momentum_float64", "[[case]]"):
         assert secret not in released
     source_cells = by_grade_id(nbformat.read(str(source), as_version=4))
-    # The cheater's recorded points are not the grader's: tests/platforms/test_nbgrader_verify.py.
-    students = [student for student in autograded_course.students if student != "cheater"]
 
     # What the grader itself says of each submitted notebook, hidden cases included.
     functions = get_lab("optim").functions
     options = CheckOptions(device="cpu", hidden=hidden)
     reports = {student: check_submission(
         course / "submitted" / student / ASSIGNMENT / source.name, lab="optim",
-        options=options, sandbox=sandboxes("optim")) for student in students}
+        options=options, sandbox=sandboxes("optim")) for student in autograded_course.students}
+    # The stubs earn nothing from the grader, whatever nbgrader recorded for them (the
+    # cheater's recorded points are test_nbgrader_verify.py's).
+    assert reports.pop("cheater").score == 0
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         for student, report in reports.items():
             submission = gradebook.find_submission(ASSIGNMENT, student)

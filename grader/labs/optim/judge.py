@@ -405,8 +405,10 @@ def _update_rule(cls: str, case: Case) -> Any:
     drift with momentum is told how the buffer starts and goes on, one with weight decay
     how it enters, an edge value (`trajectory.boundaries.*`) how an option is tested."""
     config = case["config"]
-    edges = "rule_edges" if cls == "SGD" else "rule_edges_adam"
-    parts = [edges] if case["id"].startswith("trajectory.boundaries") else []
+    edge = case["id"].startswith("trajectory.boundaries")
+    # Adam's edges other than weight decay (betas 0, eps 0) are told by rule_adam itself.
+    parts = (["rule_edges"] if edge and cls == "SGD" else
+             ["rule_edges_adam"] if edge and config.get("weight_decay") else [])
     if cls == "SGD":
         parts += [key for key, on in (("rule_sgd_maximize", config.get("maximize")),
                                       ("rule_weight_decay", config.get("weight_decay")),
