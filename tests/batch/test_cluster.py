@@ -207,7 +207,7 @@ def test_a_class_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
     """A scheduler and two workers started by hand; one is killed (by its pid) once the
     first reports are in: its submissions are graded on the other, each report once, and
     the gradebook is a local grade's."""
-    subs = a_class(tmp_path / "subs", copies=3)
+    subs = a_class(tmp_path / "subs", copies=2)
     grade_class(subs, options=options(tmp_path / "here"))
     with scheduler_and_workers(tmp_path, [[], []]) as hand:
         seen: list[str] = []
