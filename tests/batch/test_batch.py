@@ -129,6 +129,7 @@ def test_a_class_is_graded_with_per_student_outcomes(tmp_path: Path) -> None:
     assert '<html lang="ko">' in (out / "report.html").read_text()
 
 
+@pytest.mark.slow  # a class graded
 def test_printing_past_the_output_limit_in_a_class_is_told_as_output(tmp_path: Path) -> None:
     """`grade`'s route of the output limit (issue 30): the student's row and feedback say what
     was printed, never that the function raised OSError; only that function pays."""

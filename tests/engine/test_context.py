@@ -16,6 +16,7 @@ from tests.conftest import ROOT, SharedSandboxes
 SOLUTION = ROOT / "solutions" / "tensor_ops" / "tensor_ops.py"
 
 
+@pytest.mark.slow  # three gradings of tensor_ops
 def test_grading_some_functions_judges_theirs_alone(tmp_path: Path,
                                                     sandboxes: SharedSandboxes) -> None:
     """A file whose softmax_ is broken earns every point of relu_ and clamp_ when only they

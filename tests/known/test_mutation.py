@@ -89,6 +89,7 @@ def test_every_non_equivalent_mutant_is_caught(lab_sandbox: tuple[str, Sandbox, 
     assert survivors == []
 
 
+@pytest.mark.slow  # every optim mutant made
 def test_a_mutant_is_graded_by_the_function_it_changes_and_its_callers() -> None:
     """The optimizers call the student's zero_grad: a mutant of zero_grad is graded by all
     three; one of sgd_step, which nothing calls, by sgd_step's checks alone."""
