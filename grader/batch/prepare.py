@@ -28,7 +28,7 @@ def submission_hash(source: str, *, lab: str, options: CheckOptions, folder: str
     digest = hashlib.sha256()
     override = options.rubric_override.model_dump_json() if options.rubric_override else ""
     hidden = grading_key(options.hidden) if options.hidden else ""
-    narrowed = [",".join(options.functions)] if options.functions else []  # old keys kept
+    narrowed = [",".join(sorted(options.functions))] if options.functions else []  # old keys kept
     for part in (lab, __version__, options.device, options.lang, options.integrity,
                  options.limits.model_dump_json(), override, hidden, folder, source, *narrowed):
         digest.update(part.encode())
