@@ -1,6 +1,7 @@
 """Classroom 50: the generated autograder.py run as the runner runs it (`python autograder.py`
-in the student's checkout, identity in the environment); result.json validated against the
-documented result schema, with the checks the runner makes itself (score <= max-score, sums)."""
+in the student's checkout, identity in the environment), other checkouts through the command it
+runs, in this process; result.json validated against the documented result schema, with the
+checks the runner makes itself (score <= max-score, sums)."""
 
 from __future__ import annotations
 
@@ -49,20 +50,41 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def runner(bundle: Path, checkout: Path, files: dict[str, str], timeout: float = 60) -> dict:
-    """What Classroom 50's runner does: `python autograder.py` with cwd = the checkout."""
+def checked_out(checkout: Path, files: dict[str, str]) -> Path:
     checkout.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (checkout / name).write_text(text)
+    return checkout
+
+
+def graded(checkout: Path) -> dict:
+    """What the run left in the checkout: the release body and a valid result.json."""
+    body = (checkout / "release-body.md").read_text()
+    assert body.startswith("```\n") and "optim: " in body
+    return valid(json.loads((checkout / "result.json").read_text()))
+
+
+def runner(bundle: Path, checkout: Path, files: dict[str, str]) -> dict:
+    """What Classroom 50's runner does: `python autograder.py` with cwd = the checkout."""
+    checked_out(checkout, files)
     # PIP_DRY_RUN: where this interpreter's grader were not found, the autograder would install
     # the bundled wheel over the developer's editable install; here it may only pretend to.
     env = {**os.environ, **ENV, "CLASSROOM50_BUNDLE_DIR": str(bundle), "PIP_DRY_RUN": "1"}
     run = subprocess.run([sys.executable, str(bundle / "autograder.py")], cwd=checkout,
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
-    body = (checkout / "release-body.md").read_text()
-    assert body.startswith("```\n") and "optim: " in body
-    return valid(json.loads((checkout / "result.json").read_text()))
+    return graded(checkout)
+
+
+def grade_in_process(checkout: Path, files: dict[str, str]) -> dict:
+    """The command autograder.py runs, `classroom50 run`, in this process (conftest.grader_cli,
+    with a shared sandbox): what a checkout earns, without a Python start per checkout. The
+    script itself runs in the tests marked cli_subprocess."""
+    checked_out(checkout, files)
+    ran = grader_cli("classroom50", "run", "--lab", "optim", "--checkout", str(checkout),
+                     env=ENV)
+    assert ran.returncode == 0, ran.stderr
+    return graded(checkout)
 
 
 def test_init_writes_the_autograder_and_the_wheel(bundle: Path) -> None:
@@ -100,20 +122,18 @@ def test_a_correct_checkout_gets_every_point(bundle: Path, tmp_path: Path) -> No
     assert all(t["passed"] for t in result["tests"])
 
 
-@pytest.mark.cli_subprocess
-def test_a_buggy_checkout_loses_the_right_points(bundle: Path, tmp_path: Path) -> None:
+def test_a_buggy_checkout_loses_the_right_points(tmp_path: Path) -> None:
     files = {"optimizer.py": (KNOWN / "sgd_step_data_assign.py").read_text(), "README.md": "x"}
-    result = runner(bundle, tmp_path / "repo", files)
+    result = grade_in_process(tmp_path / "repo", files)
     failed = [t for t in result["tests"] if not t["passed"]]
     assert failed and all(t["check"].startswith("sgd_step.") for t in failed)
     assert all(t["message"] and t["score"] == 0 for t in failed)
 
 
-@pytest.mark.cli_subprocess
-def test_a_crash_and_an_empty_checkout_still_give_a_result(bundle: Path, tmp_path: Path) -> None:
-    crashed = runner(bundle, tmp_path / "crash", {"optimizer.py": "raise SystemExit(4)\n"})
+def test_a_crash_and_an_empty_checkout_still_give_a_result(tmp_path: Path) -> None:
+    crashed = grade_in_process(tmp_path / "crash", {"optimizer.py": "raise SystemExit(4)\n"})
     assert crashed["score"] == 0 and crashed["max-score"] > 0
-    empty = runner(bundle, tmp_path / "empty", {"notes.txt": "no code"})
+    empty = grade_in_process(tmp_path / "empty", {"notes.txt": "no code"})
     assert empty["score"] == 0 and empty["max-score"] == crashed["max-score"]
     assert "no optimizer.py in your submission" in empty["tests"][0]["message"]
 

@@ -1,8 +1,9 @@
 """Gradescope: the built zip, run as Gradescope runs it, against a fake /autograder root.
 
 `run_autograder` is executed with bash, with AUTOGRADER_ROOT pointing at a temporary folder and
-INPLACE_GRADER_PYTHON at this interpreter (where the grader is installed), and every
-results.json is validated against the JSON Schema of Gradescope's documented fields.
+INPLACE_GRADER_PYTHON at this interpreter (where the grader is installed); the other uploads go
+through the command it runs, `gradescope run`, in this process. Every results.json is validated
+against the JSON Schema of Gradescope's documented fields.
 """
 
 from __future__ import annotations
@@ -44,21 +45,42 @@ def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def run_autograder(autograder: Path, root: Path, files: dict[str, str],
-                   python: str = sys.executable) -> dict:
-    """Lay out /autograder as Gradescope does, run run_autograder, return results.json."""
+def lay_out(autograder: Path, root: Path, files: dict[str, str]) -> None:
+    """/autograder as Gradescope lays it out: the zip in source/, the upload in submission/."""
     with zipfile.ZipFile(autograder) as archive:
         archive.extractall(root / "source")
     (root / "submission").mkdir(parents=True)
     for name, text in files.items():
         (root / "submission" / name).write_text(text)
+
+
+def valid(results_file: Path) -> dict:
+    results = json.loads(results_file.read_text())
+    jsonschema.validate(results, SCHEMA)
+    return results
+
+
+def run_autograder(autograder: Path, root: Path, files: dict[str, str],
+                   python: str = sys.executable) -> dict:
+    """Lay out /autograder as Gradescope does, run run_autograder, return results.json."""
+    lay_out(autograder, root, files)
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "INPLACE_GRADER_PYTHON": python}
     run = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
-    results = json.loads((root / "results" / "results.json").read_text())
-    jsonschema.validate(results, SCHEMA)
-    return results
+    return valid(root / "results" / "results.json")
+
+
+def grade_in_process(autograder: Path, root: Path, files: dict[str, str]) -> dict:
+    """The command run_autograder runs, `gradescope run`, in this process (conftest.grader_cli,
+    with a shared sandbox): what a submission earns, without a Python start per upload. The
+    script itself runs in the tests marked cli_subprocess."""
+    lay_out(autograder, root, files)
+    (root / "results").mkdir()
+    ran = cli("gradescope", "run", "--root", str(root),
+              "--config", str(root / "source" / "inplace-grader.toml"))
+    assert ran.returncode == 0, ran.stderr
+    return valid(root / "results" / "results.json")
 
 
 def scored(results: dict) -> list[dict]:
@@ -111,10 +133,9 @@ def test_a_correct_submission_gets_every_point(autograder: Path, tmp_path: Path)
     assert protections and "- separate process" in protections[0]["output"]
 
 
-@pytest.mark.cli_subprocess
 def test_a_buggy_submission_is_explained(autograder: Path, tmp_path: Path) -> None:
     source = (KNOWN / "sgd_step_data_assign.py").read_text()
-    results = run_autograder(autograder, tmp_path, {"my_optimizer.py": source})
+    results = grade_in_process(autograder, tmp_path, {"my_optimizer.py": source})
     failed = [t for t in scored(results) if t["status"] == "failed"]
     assert failed and all(t["score"] == 0 and t["output"] for t in failed)
     assert {t["tags"][0] for t in failed} == {"sgd_step"}
@@ -128,23 +149,22 @@ def test_a_buggy_submission_is_explained(autograder: Path, tmp_path: Path) -> No
     assert results["score"] == sum(t["score"] for t in scored(results))
 
 
-@pytest.mark.cli_subprocess
 def test_a_crash_at_import_scores_zero_with_the_reason(autograder: Path, tmp_path: Path) -> None:
-    results = run_autograder(autograder, tmp_path, {"optimizer.py": "import os\nos._exit(3)\n"})
+    crash = {"optimizer.py": "import os\nos._exit(3)\n"}
+    results = grade_in_process(autograder, tmp_path, crash)
     assert results["score"] == 0
     assert scored(results) and all(t["status"] == "failed" for t in scored(results))
     assert all("did not import" in t["output"] for t in scored(results))
     assert results["output"].count("ended the Python process") == 1  # told once, on top
 
 
-@pytest.mark.cli_subprocess
 def test_a_timeout_costs_that_function_and_is_said(autograder: Path, tmp_path: Path) -> None:
     source = SOLUTION.read_text().replace(
         "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n",
         "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n"
         "    while True:\n        pass\n", 1)
     assert "while True" in source
-    results = run_autograder(autograder, tmp_path, {"optimizer.py": source})
+    results = grade_in_process(autograder, tmp_path, {"optimizer.py": source})
     runtime = {t["extra_data"]["id"]: t for t in scored(results)
                if t["tags"] == ["sgd_step", "runtime"]}
     assert set(runtime) == {"sgd_step.runtime", "sgd_step.runtime@hidden"}
@@ -159,10 +179,9 @@ def test_a_timeout_costs_that_function_and_is_said(autograder: Path, tmp_path: P
     ({}, "no optimizer.py in your submission"),
     ({"a.py": "x = 1\n", "b.py": "y = 2\n"}, "several files were uploaded (a.py, b.py)"),
 ])
-@pytest.mark.cli_subprocess
 def test_a_wrong_upload_still_writes_results(autograder: Path, tmp_path: Path,
                                             files: dict[str, str], message: str) -> None:
-    results = run_autograder(autograder, tmp_path, files)
+    results = grade_in_process(autograder, tmp_path, files)
     assert results["score"] == 0 and scored(results) == []
     assert message in results["output"]
     assert "optim: 0 / " in results["output"]  # out of what the assignment is worth

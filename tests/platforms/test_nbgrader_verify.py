@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from grader.cli import main
 from grader.platforms.nbgrader.source import write_source_notebook
 from grader.platforms.nbgrader.verify import notebook_submission, verify_assignment
+from tests.conftest import SharedSandboxes, lending
 from tests.platforms.test_nbgrader import (
     ASSIGNMENT,
     CHEAT,
@@ -24,6 +25,15 @@ from tests.platforms.test_nbgrader import (
     by_grade_id,
     meta,
 )
+
+
+@pytest.fixture
+def shared_verify_sandboxes(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSandboxes) -> None:
+    """`verify`'s regrade (verify.py's `_Workers`, which imports the Sandbox class when it
+    starts one) borrows `check`'s shared sandbox for each run instead of starting its own."""
+    import grader.sandbox
+
+    monkeypatch.setattr(grader.sandbox, "Sandbox", lending(sandboxes))
 
 
 def verify(*args: str):
@@ -94,6 +104,7 @@ def test_the_regrade_runs_what_autograde_runs(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("nbgrader-course")  # the course is autograded once (conftest.py)
+@pytest.mark.usefixtures("shared_verify_sandboxes")
 def test_verify_names_the_student_whose_kernel_lied_to_nbgrader(autograded_course: Course
                                                                 ) -> None:
     """The cheater's notebook made nbgrader record every point; the others are recorded as

@@ -6,6 +6,7 @@ PrairieLearn mounts the grading job at /grade and runs the entrypoint with no ar
 bubblewrap can make a mount namespace here, a temporary folder is bound to /grade and
 `/grade/serverFilesCourse/inplace-grader-optim/run` runs exactly so; everywhere, `run` also runs
 with its root pointed at a temporary folder (its first argument), so something always runs.
+Other jobs go through the command `run` runs, in this process.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from grader.models import CheckResult, Report
 from grader.platforms.prairielearn.autograder import PrairieLearnConfig, init
 from grader.platforms.prairielearn.results import results_json
 from grader.views import STUDENT, View
-from tests.conftest import ROOT, SOLUTION
+from tests.conftest import ROOT, SOLUTION, Ran, grader_cli
 
 SCHEMA = json.loads(Path(__file__).with_name("prairielearn_results.schema.json").read_text())
 HIDDEN = ROOT / "examples" / "optim" / "hidden.toml"
@@ -46,10 +47,14 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 '''
 
 
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
-                          text=True, timeout=300, cwd=cwd,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+def cli(*args: str, cwd: Path = ROOT) -> Ran:
+    """`inplace-grader ARGS` in this process (conftest.grader_cli), run from `cwd`."""
+    here = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return grader_cli(*args)
+    finally:
+        os.chdir(here)
 
 
 def valid(results: dict) -> dict:
@@ -109,6 +114,22 @@ def run_pointed(root: Path, python: str) -> dict:
     return valid(json.loads((root / "results" / "results.json").read_text()))
 
 
+def grade_in_process(root: Path) -> dict:
+    """The command `run` runs, `python -m grader.platforms.prairielearn`, in this process (with
+    a shared sandbox): what a job earns, without a Python start per job. `run` itself runs in
+    the tests of the solution, at /grade, and where the grader cannot start."""
+    from click.testing import CliRunner
+
+    from grader.platforms.prairielearn.__main__ import main
+
+    (root / "results").mkdir()
+    done = CliRunner().invoke(main, ["--root", str(root), "--config",
+                                     str(root / "serverFilesCourse" / FOLDER /
+                                         "inplace-grader.toml")], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    return valid(json.loads((root / "results" / "results.json").read_text()))
+
+
 def bwrap_problem() -> str:
     """Why bubblewrap cannot run here ("" when it can)."""
     if shutil.which("bwrap") is None:
@@ -148,11 +169,10 @@ def solution(tmp_path_factory: pytest.TempPathFactory, course: Path, python: str
     return run_pointed(root, python)
 
 
-@pytest.fixture(scope="module")
-def buggy(tmp_path_factory: pytest.TempPathFactory, course: Path, python: str) -> dict:
+@pytest.fixture
+def buggy(tmp_path: Path, course: Path, shared_check_sandboxes: None) -> dict:
     source = (KNOWN / "sgd_step_data_assign.py").read_text()
-    return run_pointed(job(tmp_path_factory.mktemp("buggy"), course,
-                           {"optimizer.py": source}), python)
+    return grade_in_process(job(tmp_path, course, {"optimizer.py": source}))
 
 
 def test_init_writes_run_the_configuration_and_the_hidden_cases(course: Path) -> None:
@@ -215,11 +235,11 @@ def test_a_buggy_submission_names_its_failing_tests(buggy: dict) -> None:
 
 
 @pytest.mark.slow
-def test_a_file_that_does_not_import_scores_zero(tmp_path: Path, course: Path,
-                                                 python: str) -> None:
+@pytest.mark.usefixtures("shared_check_sandboxes")
+def test_a_file_that_does_not_import_scores_zero(tmp_path: Path, course: Path) -> None:
     """NOTE: [gradable]: the student's file was run (here, compiled), so it is graded: 0."""
     source = (KNOWN / "syntax_error.py").read_text()
-    results = run_pointed(job(tmp_path, course, {"optimizer.py": source}), python)
+    results = grade_in_process(job(tmp_path, course, {"optimizer.py": source}))
     assert results["gradable"] is True and results["score"] == 0
     assert results["tests"] and all(t["points"] == 0 for t in results["tests"])
     assert "optimizer.py could not be imported: SyntaxError" in results["message"]
@@ -227,22 +247,24 @@ def test_a_file_that_does_not_import_scores_zero(tmp_path: Path, course: Path,
 
 
 @pytest.mark.slow
-def test_a_timeout_costs_that_function(tmp_path: Path, python: str) -> None:
+@pytest.mark.usefixtures("shared_check_sandboxes")
+def test_a_timeout_costs_that_function(tmp_path: Path) -> None:
     """A folder of its own with a 2 s limit and no hidden cases, written in-process."""
     course = tmp_path / "serverFilesCourse"
     init(config=PrairieLearnConfig(lab="optim", timeout_s=2), out=course / FOLDER)
     source = SOLUTION.read_text().replace(*LOOP, 1)
     assert "while True" in source
-    results = run_pointed(job(tmp_path / "job", course, {"optimizer.py": source}), python)
+    results = grade_in_process(job(tmp_path / "job", course, {"optimizer.py": source}))
     (runtime,) = [t for t in results["tests"] if t["description"] == "sgd_step.runtime"]
     assert runtime["points"] == 0 and "2 s" in runtime["message"]
     assert results["gradable"] is True and 0 < results["score"] < 1
 
 
 @pytest.mark.slow
-def test_a_missing_upload_is_not_gradable(tmp_path: Path, course: Path, python: str) -> None:
+@pytest.mark.usefixtures("shared_check_sandboxes")
+def test_a_missing_upload_is_not_gradable(tmp_path: Path, course: Path) -> None:
     """NOTE: [gradable]: none of the student's code ran, so no attempt is used."""
-    results = run_pointed(job(tmp_path, course, {"notes.txt": "no code"}), python)
+    results = grade_in_process(job(tmp_path, course, {"notes.txt": "no code"}))
     assert results["gradable"] is False and results["tests"] == []
     reason = "no optimizer.py in your submission"
     assert reason in results["message"] and reason in results["format_errors"][0]
