@@ -203,7 +203,11 @@ def test_check_ends_each_attack_as_expected(path: Path, world: dict[str, str],
         pytest.skip(f"{needs} is not available here: the attack's outcome was not asserted")
 
 
+# `grade`'s workers borrow the run's pooled sandboxes (conftest.shared_batch_workers), as a
+# worker's sandbox in a real run grades one student after another: whatever an attack left in
+# one reaches the students graded after it, here too (a zygote that ended is not lent again).
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_batch_workers")
 def test_grade_ends_every_attack_as_expected(world: dict[str, str], full_marks: float,
                                              tmp_path: Path) -> None:
     """The whole suite as one class, two workers: the same outcomes, per student."""
@@ -237,6 +241,7 @@ NEIGHBOURS = ["write_protocol_pipe", "malformed_progress", "forge_progress", "pr
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_batch_workers")
 @pytest.mark.parametrize("workers", [1, 2])
 def test_no_attack_lowers_a_classmates_score(world: dict[str, str], full_marks: float,
                                              tmp_path: Path, workers: int) -> None:

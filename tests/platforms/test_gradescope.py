@@ -158,6 +158,7 @@ def test_a_crash_at_import_scores_zero_with_the_reason(autograder: Path, tmp_pat
     assert results["output"].count("ended the Python process") == 1  # told once, on top
 
 
+@pytest.mark.slow  # waits out the limit twice (the visible and the hidden cases)
 def test_a_timeout_costs_that_function_and_is_said(autograder: Path, tmp_path: Path) -> None:
     source = SOLUTION.read_text().replace(
         "def sgd_step(params: Iterable[torch.Tensor], lr: float) -> None:\n",
