@@ -12,6 +12,8 @@ the lab is still graded" can be seen) and `<name>.toml` its expected outcome:
     flagged = "..."   text a line of the report's `integrity` (the instructor's review) holds
     leftovers = "..." a command line that must not be running once grading ends
     needs = "..."     the protection the expected outcome relies on (skipped where absent)
+    timeout_s = 2     `check`'s limit for an attack that hangs on purpose and never reaches
+                      torch.optim (whose first call needs the longer CHECK_LIMITS)
 
 Placeholders in the files and in `leftovers` (@ROOT@, @PORT@, @UNIX@, @CANARY@, @OTHER@,
 @GRADER_PID@, @RUN@) are filled in by the test; @RUN@ makes a leftover's command line this
@@ -24,6 +26,7 @@ that probe was allowed.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import os
 import socket
 import sys
@@ -191,7 +194,10 @@ def test_check_ends_each_attack_as_expected(path: Path, world: dict[str, str],
     submission = tmp_path / "optimizer.py"
     submission.write_text(filled(path, world))
     started = time.monotonic()
-    report = check_submission(submission, lab="optim", options=CHECK_OPTIONS,
+    limits = CHECK_LIMITS.model_copy(update={"timeout_s": want.get("timeout_s",
+                                                                    CHECK_LIMITS.timeout_s)})
+    report = check_submission(submission, lab="optim",
+                              options=dataclasses.replace(CHECK_OPTIONS, limits=limits),
                               sandbox=sandboxes("optim", preload=False))
     assert time.monotonic() - started < CHECK_WITHIN_S
     assert_outcome(report, want, full_marks=full_marks)
