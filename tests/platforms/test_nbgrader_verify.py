@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -40,25 +41,33 @@ def verify(*args: str):
     return CliRunner().invoke(main, ["nbgrader", "verify", *args])
 
 
-def course_with_gradebook(tmp_path: Path, *, notebook: bool = True) -> Path:
-    """A course whose gradebook knows assignment ps1 (no submissions), as nbgrader writes it."""
+@pytest.fixture(scope="module")
+def a_gradebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A gradebook that knows assignment ps1 and its notebook (no submissions), as nbgrader
+    writes it: made once (nbgrader runs its database migrations in a process of its own)."""
     from nbgrader.api import Gradebook
 
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with Gradebook(f"sqlite:///{path}") as gradebook:
+        gradebook.add_assignment(ASSIGNMENT)
+        gradebook.add_notebook(NOTEBOOK, ASSIGNMENT)
+    return path
+
+
+def course_with_gradebook(tmp_path: Path, gradebook: Path) -> Path:
+    """A course holding a copy of `gradebook`."""
     course = tmp_path / "course"
     course.mkdir()
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        gradebook.add_assignment(ASSIGNMENT)
-        if notebook:
-            gradebook.add_notebook(NOTEBOOK, ASSIGNMENT)
+    shutil.copyfile(gradebook, course / "gradebook.db")
     return course
 
 
-def test_usage_problems_are_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_usage_problems_are_one_line_and_exit_2(tmp_path: Path, a_gradebook: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     result = verify(str(empty), ASSIGNMENT)
     assert result.exit_code == 2 and "no gradebook.db" in result.output
-    course = course_with_gradebook(tmp_path)
+    course = course_with_gradebook(tmp_path, a_gradebook)
     result = verify(str(course), "ps9")
     assert result.exit_code == 2 and "no assignment 'ps9' (it has: ps1)" in result.output
     result = verify(str(course), ASSIGNMENT)
@@ -67,8 +76,9 @@ def test_usage_problems_are_one_line_and_exit_2(tmp_path: Path) -> None:
         assert len(result.output.splitlines()) == 1
 
 
-def test_a_notebook_that_cannot_be_read_is_a_line_not_a_crash(tmp_path: Path) -> None:
-    course = course_with_gradebook(tmp_path)
+def test_a_notebook_that_cannot_be_read_is_a_line_not_a_crash(tmp_path: Path,
+                                                              a_gradebook: Path) -> None:
+    course = course_with_gradebook(tmp_path, a_gradebook)
     write_source_notebook("optim", solutions_root=SOLUTIONS, out=course / "source" / ASSIGNMENT)
     folder = course / "submitted" / "eve" / ASSIGNMENT
     folder.mkdir(parents=True)
