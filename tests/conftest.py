@@ -172,6 +172,8 @@ class SharedSandboxes:
         key = (lab, preload)
         with self._lock:
             idle = self._idle.setdefault(key, [])
+            while idle and idle[-1]._proc.poll() is not None:  # ended while it was idle
+                idle.pop()
             sandbox = idle.pop() if idle else self._start(lab, preload=preload)
         return SandboxLease(self, key, sandbox)
 
@@ -181,7 +183,8 @@ class SharedSandboxes:
                 self._idle[key].append(sandbox)
 
     def _start(self, lab: str, *, preload: bool) -> Sandbox:
-        # The class itself, from its module: a test may lend this pool's in grader.sandbox.
+        # From its module: grader.sandbox.Sandbox may be a stand-in whose lend() would take
+        # the lock this is called under again (a deadlock).
         from grader.sandbox.limits import held_slot
         from grader.sandbox.runner import BATCH_PRELOAD, Sandbox
 
@@ -210,6 +213,7 @@ class SandboxLease:
     def __init__(self, pool: SharedSandboxes, key: tuple[str, bool], sandbox: Sandbox) -> None:
         self._pool, self._key, self._sandbox = pool, key, sandbox
         self.peak_mib = 0.0
+        self._closed = self._failed = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sandbox, name)
@@ -220,23 +224,42 @@ class SandboxLease:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def run_job(self, **job: Any) -> Any:
+        """The sandbox's run_job; one whose job failed (SandboxError: the zygote out of step or
+        gone) is closed, as the grader closes it, and never lent again."""
+        try:
+            return self._sandbox.run_job(**job)
+        except BaseException:
+            self._failed = True
+            raise
+
     def close(self) -> None:
+        if self._closed:  # a worker's replace() and its close() may both close it
+            return
+        self._closed = True
         self.peak_mib = self._sandbox.peak_rss_mib()
-        self._pool.give_back(self._key, self._sandbox)
+        if self._failed:
+            self._sandbox.close()
+        else:
+            self._pool.give_back(self._key, self._sandbox)
 
 
 def lending(sandboxes: SharedSandboxes) -> type:
     """A stand-in for the Sandbox class where the grader starts one: `Sandbox([lab], ...)`
     lends a pooled sandbox (with the batch preload where it was asked for) instead."""
+    import inspect
+
     from grader.sandbox.runner import Sandbox
+
+    signature = inspect.signature(Sandbox)
 
     class Lent:
         protections = Sandbox.protections
 
-        def __new__(cls, labs: list[str], *, preload: tuple[str, ...] = (),
-                    **slot: object) -> SandboxLease:  # type: ignore[misc]
-            (lab,) = labs
-            return sandboxes.lend(lab, preload=bool(preload))
+        def __new__(cls, *args: Any, **kwargs: Any) -> SandboxLease:  # type: ignore[misc]
+            asked = signature.bind(*args, **kwargs).arguments  # raises as Sandbox(...) would
+            (lab,) = asked["labs"]
+            return sandboxes.lend(lab, preload=bool(asked.get("preload")))
 
     return Lent
 
@@ -244,9 +267,10 @@ def lending(sandboxes: SharedSandboxes) -> type:
 # Where the grader starts its sandboxes: a test that grades through the grader's own route
 # and is not about starting or ending a sandbox borrows them from the run's pool instead (two
 # torch imports saved per class graded, one per `check`). Each still gets a sandbox no one
-# else uses while it runs, whose zygote forks every submission a fresh child. Tests of
-# attacks on the zygote (tests/hostile/test_attacks.py) start their own.
-# The names patched are where batch/local.py and engine/api.py start them: keep them in step.
+# else uses while it runs, whose zygote forks every submission a fresh child. Tests of a
+# sandbox's start or of attacks on one zygote (tests/sandbox/, the hostile namespaces test)
+# start their own. The names patched are where batch/local.py, engine/api.py,
+# batch/cluster.py and nbgrader's verify.py (grader.sandbox's own name) start them.
 
 
 @pytest.fixture
@@ -275,6 +299,26 @@ def shared_cluster_sandboxes(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedS
     import grader.batch.cluster
 
     monkeypatch.setattr(grader.batch.cluster, "Sandbox", lending(sandboxes))
+
+
+@pytest.fixture
+def shared_verify_sandboxes(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSandboxes
+                            ) -> Iterator[None]:
+    """`nbgrader verify`'s regrade (verify.py's `_Workers` imports the class from
+    grader.sandbox when it starts one) borrows a pooled sandbox without the batch preload.
+    After the test, no grader module holds the stand-in: one first imported during the test
+    with `from grader.sandbox import Sandbox` would keep it past the patch."""
+    import sys
+
+    import grader.sandbox
+
+    lent = lending(sandboxes)
+    monkeypatch.setattr(grader.sandbox, "Sandbox", lent)
+    yield
+    monkeypatch.undo()
+    kept = [name for name, module in list(sys.modules.items())
+            if name.startswith("grader") and getattr(module, "Sandbox", None) is lent]
+    assert not kept, f"{kept} kept the lending stand-in"
 
 
 @pytest.fixture(scope="session")

@@ -79,7 +79,7 @@ def runner(bundle: Path, checkout: Path, files: dict[str, str]) -> dict:
 def grade_in_process(checkout: Path, files: dict[str, str]) -> dict:
     """The command autograder.py runs, `classroom50 run`, in this process (conftest.grader_cli,
     with a shared sandbox): what a checkout earns, without a Python start per checkout. The
-    script itself runs in the tests marked cli_subprocess."""
+    script itself runs for the correct checkout and where the install fails."""
     checked_out(checkout, files)
     ran = grader_cli("classroom50", "run", "--lab", "optim", "--checkout", str(checkout),
                      env=ENV)

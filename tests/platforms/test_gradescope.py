@@ -74,7 +74,7 @@ def run_autograder(autograder: Path, root: Path, files: dict[str, str],
 def grade_in_process(autograder: Path, root: Path, files: dict[str, str]) -> dict:
     """The command run_autograder runs, `gradescope run`, in this process (conftest.grader_cli,
     with a shared sandbox): what a submission earns, without a Python start per upload. The
-    script itself runs in the tests marked cli_subprocess."""
+    script itself runs for the correct submission and where the grader cannot start."""
     lay_out(autograder, root, files)
     (root / "results").mkdir()
     ran = cli("gradescope", "run", "--root", str(root),

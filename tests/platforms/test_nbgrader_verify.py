@@ -16,7 +16,6 @@ from click.testing import CliRunner
 from grader.cli import main
 from grader.platforms.nbgrader.source import write_source_notebook
 from grader.platforms.nbgrader.verify import notebook_submission, verify_assignment
-from tests.conftest import SharedSandboxes, lending
 from tests.platforms.test_nbgrader import (
     ASSIGNMENT,
     CHEAT,
@@ -28,15 +27,6 @@ from tests.platforms.test_nbgrader import (
 )
 
 
-@pytest.fixture
-def shared_verify_sandboxes(monkeypatch: pytest.MonkeyPatch, sandboxes: SharedSandboxes) -> None:
-    """`verify`'s regrade (verify.py's `_Workers`, which imports the Sandbox class when it
-    starts one) borrows `check`'s shared sandbox for each run instead of starting its own."""
-    import grader.sandbox
-
-    monkeypatch.setattr(grader.sandbox, "Sandbox", lending(sandboxes))
-
-
 def verify(*args: str):
     return CliRunner().invoke(main, ["nbgrader", "verify", *args])
 
@@ -44,7 +34,7 @@ def verify(*args: str):
 @pytest.fixture(scope="module")
 def a_gradebook(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A gradebook that knows assignment ps1 and its notebook (no submissions), as nbgrader
-    writes it: made once (nbgrader runs its database migrations in a process of its own)."""
+    writes it: made once (a new database costs nbgrader an `alembic` process of its own)."""
     from nbgrader.api import Gradebook
 
     path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"

@@ -117,7 +117,8 @@ def run_pointed(root: Path, python: str) -> dict:
 def grade_in_process(root: Path) -> dict:
     """The command `run` runs, `python -m grader.platforms.prairielearn`, in this process (with
     a shared sandbox): what a job earns, without a Python start per job. `run` itself runs in
-    the tests of the solution, at /grade, and where the grader cannot start."""
+    the tests of the solution, at /grade, a broken configuration and a grader that cannot
+    start."""
     from click.testing import CliRunner
 
     from grader.platforms.prairielearn.__main__ import main
